@@ -1,0 +1,10 @@
+"""torch-rngx: counter-based (Philox4x32-10) random ops for PyTorch that compile whole and give bitwise
+the same values eager, compiled and exported, in any memory layout."""
+from . import functional, nn, testing  # noqa: F401
+from ._ops import ops  # noqa: F401
+from .functional import words_used
+from .generator import Generator
+from .random import dropout, quantize, rand_like, uniform_like
+
+__all__ = ["Generator", "dropout", "functional", "nn", "quantize", "rand_like", "testing", "uniform_like", "words_used"]
+__version__ = "0.1.0"

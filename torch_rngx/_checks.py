@@ -1,0 +1,98 @@
+"""Argument checks shared by the public functions and the fake kernels: each error names its argument."""
+import math
+import numbers
+
+import torch
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
+
+
+def tensor(t, name):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+
+
+def state(s, name="state"):
+    tensor(s, name)
+    if s.dtype != torch.int64:
+        raise TypeError(f"{name} must be an int64 tensor [seed, offset], got dtype {s.dtype}")
+    if s.shape != (2,):
+        raise ValueError(f"{name} must have shape (2,) = [seed, offset], got {tuple(s.shape)}")
+    if s.device.type != "cpu":
+        raise ValueError(f"{name} must be on the CPU, got device {s.device}")
+    if not s.is_contiguous():
+        raise ValueError(f"{name} must be contiguous")
+    if s.requires_grad:
+        raise ValueError(f"{name} must not require grad")
+
+
+def float_dtype(dtype, name):
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got {dtype}")
+
+
+def float_tensor(x, name="x"):
+    tensor(x, name)
+    float_dtype(x.dtype, f"{name}'s dtype")
+    if x.layout != torch.strided:
+        raise ValueError(f"{name} must be a strided (dense) tensor, got layout {x.layout}")
+    if x.dim() > MAX_DIMS:
+        raise ValueError(f"{name} may have at most {MAX_DIMS} dims, got {x.dim()}")
+
+
+def same_device(x, s, name="x"):
+    if x.device != s.device and x.device.type != "meta" and s.device.type != "meta":
+        raise ValueError(f"{name} is on {x.device} but state is on {s.device}")
+
+
+def real(v, name):
+    """A finite Python number (not a bool, not a tensor); returns it as float."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def probability(p, name="p"):
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(p).__name__}")
+    p = float(p)
+    if not 0.0 <= p <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} must be in [0, 1], got {p}")
+    return p
+
+
+def half_width(half, name="half"):
+    half = real(half, name)
+    if half < 0:
+        raise ValueError(f"{name} must be >= 0, got {half}")
+    return half
+
+
+def interval(low, high):
+    low, high = real(low, "low"), real(high, "high")
+    if low > high:
+        raise ValueError(f"low must be <= high, got low={low}, high={high}")
+    if not math.isfinite(high - low):
+        raise ValueError(f"high - low must be finite, got low={low}, high={high}")
+    return low, high
+
+
+def size(sz, name="size"):
+    if isinstance(sz, (int, torch.SymInt)):
+        sz = (sz,)
+    try:
+        sz = tuple(sz)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints, got {type(sz).__name__}") from None
+    for n in sz:
+        if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
+            raise TypeError(f"{name} must be a sequence of ints, got an element {n!r}")
+        if isinstance(n, int) and n < 0:
+            raise ValueError(f"{name} must be non-negative, got {n}")
+    if len(sz) > MAX_DIMS:
+        raise ValueError(f"{name} may have at most {MAX_DIMS} dims, got {len(sz)}")
+    return list(sz)

@@ -1,0 +1,101 @@
+"""The rngx custom ops, in one place: schemas, fake kernels and autograd formulas.
+
+The CPU kernels are C (csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of
+its inputs: the stream position comes in as an explicit int64 `state` tensor [seed, offset], so eager,
+compiled and exported code compute the same bits. The one exception is `seed_state`, which draws a fresh
+seed from torch's default CPU generator; it is tagged nondeterministic_seeded so no compiler pass
+deduplicates or drops it.
+"""
+import torch
+
+from . import _checks
+
+_lib = torch.library.Library("rngx", "DEF")
+_lib.define("bits(SymInt[] size, Tensor state) -> Tensor")
+_lib.define("uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None) -> Tensor")
+_lib.define("quantize_noise(Tensor x, Tensor state, float half) -> Tensor")
+_lib.define("dropout(Tensor x, Tensor state, float p) -> Tensor")
+_lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
+
+from . import _C  # noqa: E402,F401  (registers the CPU kernels of the ops defined above)
+
+ops = torch.ops.rngx
+
+
+# ---- bits ----
+@torch.library.register_fake("rngx::bits")
+def _(size, state):
+    _checks.state(state)
+    return state.new_empty(size, dtype=torch.int64)
+
+
+# ---- uniform ----
+@torch.library.register_fake("rngx::uniform")
+def _(like, state, low, high, dtype=None):
+    _checks.state(state)
+    _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype")
+    _checks.interval(low, high)
+    return torch.empty_like(like, dtype=dtype)
+
+
+def _uniform_setup(ctx, inputs, output):
+    ctx.mark_non_differentiable(output)
+
+
+def _uniform_backward(ctx, grad):
+    return None, None, None, None, None
+
+
+torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_context=_uniform_setup)
+
+
+# ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
+@torch.library.register_fake("rngx::quantize_noise")
+def _(x, state, half):
+    _checks.state(state)
+    _checks.float_tensor(x)
+    _checks.half_width(half)
+    return torch.empty_like(x)
+
+
+def _noise_backward(ctx, grad):
+    return grad, None, None
+
+
+torch.library.register_autograd("rngx::quantize_noise", _noise_backward, setup_context=lambda ctx, inputs, output: None)
+
+
+# ---- dropout: backward recomputes the mask from (state, p); no mask is ever stored ----
+@torch.library.register_fake("rngx::dropout")
+def _(x, state, p):
+    _checks.state(state)
+    _checks.float_tensor(x)
+    _checks.probability(p)
+    return torch.empty_like(x)
+
+
+def _dropout_setup(ctx, inputs, output):
+    _, state, p = inputs
+    ctx.save_for_backward(state)
+    ctx.p = p
+
+
+def _dropout_backward(ctx, grad):
+    (state,) = ctx.saved_tensors
+    return ops.dropout(grad, state, ctx.p), None, None
+
+
+torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_context=_dropout_setup)
+
+
+# ---- seed_state: [seed, 0] with a fresh seed from torch's default CPU generator ----
+@torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")
+def _(*args, **kwargs):
+    state = torch.zeros(2, dtype=torch.int64)
+    state[0].random_()  # 63 random bits; torch.manual_seed makes the sequence of seeds reproducible
+    return state
+
+
+@torch.library.register_fake("rngx::seed_state")
+def _():
+    return torch.empty(2, dtype=torch.int64)

@@ -1,0 +1,70 @@
+"""Generator: an explicit stream position that advances by words_used per call, like torch.Generator."""
+import operator
+
+import torch
+
+from . import _checks
+
+_U64 = 1 << 64
+
+
+def _signed(seed):
+    """A seed in [0, 2^64) as the int64 with the same bits."""
+    return seed - _U64 if seed >= 1 << 63 else seed
+
+
+class Generator:
+    """Owns `state`, an int64 tensor [seed, offset]. Each torch_rngx call with generator=g reads g.state and
+    advances the offset in place, so the call sequence is the same eager, compiled and exported.
+
+    Generator(seed=None) draws its seed from torch's default CPU generator, so torch.manual_seed makes it
+    reproducible. A Generator is not thread-safe: give each thread its own (see clone()).
+    """
+
+    def __init__(self, seed=None, device="cpu"):
+        device = torch.device(device)
+        if device.type != "cpu":
+            raise ValueError(f"device must be 'cpu' (CUDA support is planned), got {device}")
+        self.state = torch.zeros(2, dtype=torch.int64, device=device)
+        self.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
+
+    @property
+    def device(self):
+        return self.state.device
+
+    def manual_seed(self, seed):
+        """Restarts the stream of `seed` (an int in [0, 2^64)) at offset 0."""
+        try:
+            seed = operator.index(seed)
+        except TypeError:
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}") from None
+        if isinstance(seed, bool) or not 0 <= seed < _U64:
+            raise ValueError(f"seed must be in [0, 2^64), got {seed}")
+        self.state.copy_(torch.tensor([_signed(seed), 0], dtype=torch.int64))
+        return self
+
+    def initial_seed(self):
+        return int(self.state[0]) % _U64
+
+    def get_state(self):
+        return self.state.clone()
+
+    def set_state(self, new_state):
+        _checks.state(new_state, "new_state")
+        self.state.copy_(new_state)
+        return self
+
+    def clone(self):
+        """An independent Generator at the same stream position."""
+        g = Generator.__new__(Generator)
+        g.state = self.state.clone()
+        return g
+
+    def _take(self, words):
+        """The state for one call, then advances the offset past the words that call consumes."""
+        taken = self.state.clone()
+        self.state[1:].add_(words)  # int64 add wraps: the offset is unsigned modulo 2^64
+        return taken
+
+    def __repr__(self):
+        return f"torch_rngx.Generator(seed={self.initial_seed()}, offset={int(self.state[1]) % _U64})"

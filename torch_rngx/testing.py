@@ -1,0 +1,51 @@
+"""Testing helpers for users' CI: torch.library.opcheck over every rngx op and a battery of inputs."""
+import torch
+
+from ._checks import FLOAT_DTYPES
+from ._ops import ops
+
+
+def layouts(dtype, device="cpu"):
+    """(name, tensor) pairs covering the memory layouts the ops must handle."""
+    base = torch.randn(2, 3, 4, 5, dtype=torch.float32, device=device).to(dtype)
+    return [
+        ("contiguous", base),
+        ("channels_last", base.to(memory_format=torch.channels_last)),
+        ("transposed", base.transpose(1, 3)),
+        ("sliced", base[:, 1:, ::2, 1:4]),
+        ("expanded", torch.randn(1, 3, 1, 5, device=device).to(dtype).expand(2, 3, 4, 5)),
+        ("storage_offset", base.view(-1)[7:67].view(3, 20)),
+        ("empty", base[:, :0]),
+        ("0-dim", base[0, 0, 0, 0]),
+    ]
+
+
+def samples(device="cpu"):
+    """(op, args) pairs: every op, every supported dtype and layout, with and without requires_grad."""
+    state = torch.tensor([0x1234_5678_9ABC_DEF0, 13], dtype=torch.int64, device=device)
+    yield ops.seed_state.default, ()
+    for size in ([], [0], [7], [3, 5], [2, 0, 3]):
+        yield ops.bits.default, (size, state)
+    for dtype in FLOAT_DTYPES:
+        for _, x in layouts(dtype, device):
+            for requires_grad in (False, True):
+                x = x.detach().requires_grad_(requires_grad)
+                yield ops.uniform.default, (x, state, -1.5, 2.0, None)
+                yield ops.quantize_noise.default, (x, state, 0.5)
+                for p in (0.0, 0.3, 1.0):
+                    yield ops.dropout.default, (x, state, p)
+        yield ops.uniform.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
+
+
+def opcheck_all(device="cpu"):
+    """Runs torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) on every sample.
+    Raises on the first failure, naming the op and input; returns the number of samples checked."""
+    n = 0
+    for op, args in samples(device):
+        try:
+            torch.library.opcheck(op, args)
+        except Exception as e:
+            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
+            raise AssertionError(f"opcheck failed for {op} with args {shapes}: {e}") from e
+        n += 1
+    return n
