@@ -4,7 +4,9 @@ One abi3 build loads on every torch >= 2.10 (TORCH_TARGET_VERSION), on any CPyth
 """
 import glob
 import os
+import sys
 
+import torch
 import torch.utils.cpp_extension as tce
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -18,13 +20,38 @@ CXX_FLAGS = ["-std=c++17", "-O3", "-ffp-contract=off", "-Wall", "-Wextra"] + [f"
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 
 
+def _cuda_home():
+    """The CUDA path is built when torch is a CUDA build and nvcc exists; USE_CUDA=0/1 forces the choice."""
+    force = os.environ.get("USE_CUDA", "")
+    home = tce.CUDA_HOME  # None for a CPU build of torch
+    nvcc_ok = home is not None and os.path.exists(os.path.join(home, "bin", "nvcc"))
+    if force == "0":
+        return None
+    if force == "1" and not nvcc_ok:
+        sys.exit(f"USE_CUDA=1, but torch {torch.__version__} is not a CUDA build or nvcc was not found (CUDA_HOME={home})")
+    return home if nvcc_ok else None
+
+
+CUDA_HOME = _cuda_home()
+# sm_90 machine code (H100/H200) plus compute_80 PTX, which the driver compiles for any newer GPU.
+# --fmad=false on top of __fmul_rn/__fadd_rn: no multiply-add is ever fused, as on the CPU.
+NVCC_FLAGS = ["-std=c++17", "-O3", "--fmad=false", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90",
+              "-gencode", "arch=compute_80,code=compute_80"]
+
+
 class BuildExt(build_ext):
-    """Compiles .c as C11 and .cpp as C++17 within one extension (setuptools applies one flag list to both)."""
+    """Compiles .c as C11, .cpp as C++17 and .cu with nvcc within one extension (setuptools applies one flag
+    list to all)."""
 
     def build_extensions(self):
         compile_one = self.compiler._compile
+        self.compiler.src_extensions.append(".cu")
 
         def _compile(obj, src, ext, cc_args, extra_postargs, pp_opts):
+            if src.endswith(".cu"):
+                nvcc = os.path.join(CUDA_HOME, "bin", "nvcc")
+                self.spawn([nvcc, "-c", src, "-o", obj] + pp_opts + NVCC_FLAGS)
+                return
             flags = C_FLAGS if src.endswith(".c") else CXX_FLAGS
             compile_one(obj, src, ext, cc_args, extra_postargs + flags, pp_opts)
 
@@ -32,17 +59,23 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+# *_cuda.cpp / *.cu are the CUDA path: glue that registers the CUDA kernels (with -DUSE_CUDA, which the CUDA
+# parts of the stable ABI need) and the kernels, linked against libtorch_cuda and the CUDA runtime.
+cuda = CUDA_HOME is not None
 ext = Extension(
     "torch_rngx._C",
     sources=sorted(glob.glob(os.path.join("csrc", "kernels", "*.c")))
-    + sorted(glob.glob(os.path.join("csrc", "*.cpp")))
-    + [os.path.join("csrc", "module.c")],
+    + sorted(f for f in glob.glob(os.path.join("csrc", "*.cpp")) if cuda or not f.endswith("_cuda.cpp"))
+    + [os.path.join("csrc", "module.c")]
+    + (sorted(glob.glob(os.path.join("csrc", "kernels", "*.cu"))) if cuda else []),
     include_dirs=[CSRC],
-    library_dirs=tce.library_paths(),
-    libraries=["c10", "torch_cpu"],
-    define_macros=[("Py_LIMITED_API", PY_LIMITED_API), ("TORCH_TARGET_VERSION", TORCH_TARGET_VERSION)],
+    library_dirs=tce.library_paths() + ([os.path.join(CUDA_HOME, "lib64")] if cuda else []),
+    libraries=["c10", "torch_cpu"] + (["torch_cuda", "cudart"] if cuda else []),
+    define_macros=[("Py_LIMITED_API", PY_LIMITED_API), ("TORCH_TARGET_VERSION", TORCH_TARGET_VERSION)]
+    + ([("USE_CUDA", "1")] if cuda else []),
     py_limited_api=True,
 )
+print(f"torch-rngx: building the {'CUDA and CPU' if cuda else 'CPU-only'} extension", file=sys.stderr)
 
 setup(
     ext_modules=[ext],

@@ -53,3 +53,74 @@ def u_float(w, dtype):
 
 def u24(w):
     return (w[:, 0] & np.uint64(0xFFFFFF)).astype(np.float32) * np.float32(2.0**-24)
+
+
+# ---- The ops, from the spec (docs/stream.md), on logical row-major values --------------------------------
+# Everything below is NumPy only. Results are returned as the output's raw bit patterns (uint16 for float16
+# and bfloat16, uint32 for float32, uint64 for float64), so tests can compare bit for bit.
+
+_WORDS_PER_ELEMENT = {"float16": 1, "bfloat16": 1, "float32": 1, "float64": 2}
+
+
+def words_used(numel, dtype):
+    """The advance of one call: round_up(numel * k, 4)."""
+    return -(-numel * _WORDS_PER_ELEMENT.get(dtype, 1) // 4) * 4
+
+
+def f32_to_bf16_bits(v):
+    """float32 values -> bfloat16 bit patterns, rounded to nearest, ties to even; NaN stays NaN."""
+    b = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+    nan = (b & np.uint64(0x7FFFFFFF)) > np.uint64(0x7F800000)
+    return np.where(nan, (b >> np.uint64(16)) | np.uint64(0x40), rounded).astype(np.uint16)
+
+
+def round_to_bits(v, dtype):
+    """Computed values (float32, or float64 for 'float64') rounded once to `dtype`, as bit patterns."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "float64":
+            return np.ascontiguousarray(v, dtype=np.float64).view(np.uint64)
+        v = np.ascontiguousarray(v, dtype=np.float32)
+        if dtype == "float32":
+            return v.view(np.uint32)
+        if dtype == "float16":
+            return v.astype(np.float16).view(np.uint16)  # NumPy rounds to nearest even
+        return f32_to_bf16_bits(v)
+
+
+def _u_op(seed, offset, numel, dtype):
+    """The u of quantize_noise and dropout: 24 bits in float32 for <= 32-bit types, 53 bits for float64."""
+    w = element_words(seed, offset, numel, _WORDS_PER_ELEMENT[dtype])
+    return u_float(w, "float64") if dtype == "float64" else u24(w)
+
+
+def uniform_ref(seed, offset, numel, dtype, low, high):
+    """low + u * (high - low): rounded multiply, then rounded add, in float32 (float64 for 'float64')."""
+    u = u_float(element_words(seed, offset, numel, _WORDS_PER_ELEMENT[dtype]), dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "float64":
+            return round_to_bits(np.float64(low) + u * np.float64(high - low), dtype)
+        return round_to_bits(np.float32(low) + u * np.float32(high - low), dtype)
+
+
+def quantize_noise_ref(x, seed, offset, dtype, half):
+    """x + (-half + u * 2 half), x given as its float32 (float64) values in logical order."""
+    u = _u_op(seed, offset, len(x), dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "float64":
+            return round_to_bits(np.asarray(x, np.float64) + (np.float64(-half) + u * np.float64(2 * half)), dtype)
+        return round_to_bits(np.asarray(x, np.float32) + (np.float32(-half) + u * np.float32(2 * half)), dtype)
+
+
+def dropout_mask_ref(seed, offset, numel, dtype, p):
+    """True where the element is kept: u >= p, compared exactly."""
+    return _u_op(seed, offset, numel, dtype).astype(np.float64) >= p
+
+
+def dropout_ref(x, seed, offset, dtype, p):
+    """x * (1 / (1 - p)) where kept (the scale rounded to the compute type), +0 where dropped."""
+    keep = dropout_mask_ref(seed, offset, len(x), dtype, p)
+    ct = np.float64 if dtype == "float64" else np.float32
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        scale = ct(1.0 / (1.0 - p)) if p < 1 else ct(0)
+        return round_to_bits(np.where(keep, np.asarray(x, ct) * scale, ct(0)), dtype)

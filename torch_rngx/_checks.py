@@ -19,8 +19,8 @@ def state(s, name="state"):
         raise TypeError(f"{name} must be an int64 tensor [seed, offset], got dtype {s.dtype}")
     if s.shape != (2,):
         raise ValueError(f"{name} must have shape (2,) = [seed, offset], got {tuple(s.shape)}")
-    if s.device.type != "cpu":
-        raise ValueError(f"{name} must be on the CPU, got device {s.device}")
+    if s.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name} must be on the CPU or a CUDA device, got device {s.device}")
     if not s.is_contiguous():
         raise ValueError(f"{name} must be contiguous")
     if s.requires_grad:
@@ -42,6 +42,9 @@ def float_tensor(x, name="x"):
 
 
 def same_device(x, s, name="x"):
+    """x and state on one device, except that a CPU state also serves CUDA inputs (docs/cuda.md)."""
+    if s.device.type == "cpu" and x.device.type == "cuda":
+        return
     if x.device != s.device and x.device.type != "meta" and s.device.type != "meta":
         raise ValueError(f"{name} is on {x.device} but state is on {s.device}")
 

@@ -88,6 +88,21 @@ def _dropout_backward(ctx, grad):
 torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_context=_dropout_setup)
 
 
+# ---- take_: a Generator's step. Returns the state for one call and advances the offset in place ----
+# A custom op, not clone() + add_(): a compiled backward must save this snapshot, never the mutated state
+# (AOTAutograd would otherwise recompute the clone from the generator's state after it advanced).
+@torch.library.custom_op("rngx::take_", mutates_args=("state",))
+def _take(state: torch.Tensor, words: int) -> torch.Tensor:
+    taken = state.clone()
+    state[1:].add_(words)  # int64 add wraps: the offset is unsigned, modulo 2^64
+    return taken
+
+
+@_take.register_fake
+def _(state, words):
+    return torch.empty_like(state)
+
+
 # ---- seed_state: [seed, 0] with a fresh seed from torch's default CPU generator ----
 @torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")
 def _(*args, **kwargs):

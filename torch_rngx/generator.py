@@ -4,6 +4,7 @@ import operator
 import torch
 
 from . import _checks
+from ._ops import ops
 
 _U64 = 1 << 64
 
@@ -11,6 +12,14 @@ _U64 = 1 << 64
 def _signed(seed):
     """A seed in [0, 2^64) as the int64 with the same bits."""
     return seed - _U64 if seed >= 1 << 63 else seed
+
+
+def _fixed_address(state):
+    """A CUDA state keeps one address for life, and tells torch.compile so: then CUDA graphs (mode=
+    "reduce-overhead") read and advance it in place on every replay instead of skipping the graph."""
+    if state.is_cuda:
+        torch._dynamo.mark_static_address(state)
+    return state
 
 
 class Generator:
@@ -23,9 +32,9 @@ class Generator:
 
     def __init__(self, seed=None, device="cpu"):
         device = torch.device(device)
-        if device.type != "cpu":
-            raise ValueError(f"device must be 'cpu' (CUDA support is planned), got {device}")
-        self.state = torch.zeros(2, dtype=torch.int64, device=device)
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda', got {device}")
+        self.state = _fixed_address(torch.zeros(2, dtype=torch.int64, device=device))
         self.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
 
     @property
@@ -57,14 +66,12 @@ class Generator:
     def clone(self):
         """An independent Generator at the same stream position."""
         g = Generator.__new__(Generator)
-        g.state = self.state.clone()
+        g.state = _fixed_address(self.state.clone())
         return g
 
     def _take(self, words):
         """The state for one call, then advances the offset past the words that call consumes."""
-        taken = self.state.clone()
-        self.state[1:].add_(words)  # int64 add wraps: the offset is unsigned modulo 2^64
-        return taken
+        return ops.take_(self.state, words)
 
     def __repr__(self):
         return f"torch_rngx.Generator(seed={self.initial_seed()}, offset={int(self.state[1]) % _U64})"

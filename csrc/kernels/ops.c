@@ -1,3 +1,11 @@
+/* The per-op CPU loops. Every element's value depends only on its logical index, so callers may split a
+ * tensor into any chunks, on any threads, and get the same bits.
+ *
+ * One pass over memory: each op reads its input (if any) once and writes its output once, with the words made
+ * in L1-sized batches right before use. The dims are first collapsed (size-1 dims dropped, neighbours merged
+ * where both operands allow), so a contiguous tensor is one row and a channels_last one is rows of H*W with
+ * stride C. Rows are visited with an odometer, never a per-element div/mod, and each op's loop runs along one
+ * row with a constant stride; unit-stride loops vectorize. */
 #include "ops.h"
 
 #include <math.h>
@@ -5,188 +13,318 @@
 #include "convert.h"
 #include "stream.h"
 
-/* Elements per inner batch: the words, positions and floats of one batch stay in L1. */
-#define RNGX_BATCH 256
+/* Words per batch: whole SIMD groups (AVX-512 fills 32 blocks = 128 words at a time), few enough that the
+ * words stay in L1 next to the data they meet. */
+#define BATCH_WORDS 512
+/* Rows strided in memory (channels_last: stride C) are walked in tiles of TILE_ROWS rows and TILE_WORDS
+ * words per row, so neighbouring rows fill the same cache lines while those are still in cache. */
+#define TILE_ROWS 16
+#define TILE_WORDS 256
 
 int rngx_words_per_element(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 2 : 1; }
 
-static int is_row_major(const rngx_job *job, const int64_t *strides) {
-  int64_t expected = 1;
-  for (int d = job->ndim - 1; d >= 0; --d) {
-    if (job->sizes[d] != 1 && strides[d] != expected) return 0;
-    expected *= job->sizes[d];
-  }
-  return 1;
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static int64_t element_size(rngx_dtype dtype) {
+  return dtype == RNGX_FLOAT16 || dtype == RNGX_BFLOAT16 ? 2 : dtype == RNGX_FLOAT32 ? 4 : 8;
 }
 
-/* pos[j] = memory offset of logical element i0 + j. One div/mod per dim per batch; then an odometer that
- * walks the innermost dim as a run. */
-static void positions(const rngx_job *job, const int64_t *strides, int64_t i0, int64_t n, int64_t *pos) {
-  const int nd = job->ndim;
-  const int64_t *sizes = job->sizes;
-  int64_t idx[RNGX_MAX_DIMS], off = 0, rest = i0;
-  for (int d = nd - 1; d >= 0; --d) {
-    idx[d] = rest % sizes[d];
-    rest /= sizes[d];
-    off += idx[d] * strides[d];
+/* ---- the ops' math on one run: n elements, out[j * so] from words w[k * j ...] (and in[j * si]) ----
+ * Each loop is written once with its strides as parameters and called twice, once with literal unit strides:
+ * after inlining, that copy is a plain contiguous loop the compiler vectorizes. */
+
+typedef struct rngx_op rngx_op;
+typedef void (*rngx_run_fn)(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in,
+                            int64_t si);
+
+struct rngx_op {
+  rngx_run_fn run;
+  int reads_input;
+  float lo, width, scale; /* <= 32-bit types: lo + u * width (uniform, noise); x * scale (dropout) */
+  double lo64, width64, scale64;
+  uint32_t keep;   /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
+  uint64_t keep64;
+};
+
+static float load16(rngx_dtype dt, uint16_t h) { return dt == RNGX_FLOAT16 ? rngx_f16_to_f32(h) : rngx_bf16_to_f32(h); }
+static uint16_t store16(rngx_dtype dt, float f) { return dt == RNGX_FLOAT16 ? rngx_f32_to_f16(f) : rngx_f32_to_bf16(f); }
+
+static inline void bits_loop(const uint32_t *w, int64_t n, int64_t *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = (int64_t)w[j];
+}
+
+static void bits_run(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  (void)op, (void)in, (void)si;
+  if (so == 1) bits_loop(w, n, out, 1);
+  else bits_loop(w, n, out, so);
+}
+
+/* uniform: low + u * (high - low), multiply and add each rounded. */
+static inline void uniform_f32_loop(const rngx_op *op, const uint32_t *w, int64_t n, float *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = op->lo + rngx_u24(w[j]) * op->width;
+}
+
+static void uniform_f32(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  (void)in, (void)si;
+  if (so == 1) uniform_f32_loop(op, w, n, out, 1);
+  else uniform_f32_loop(op, w, n, out, so);
+}
+
+static void uniform_f64(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  (void)in, (void)si;
+  double *o = out;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64;
+}
+
+static void uniform_f16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  (void)in, (void)si;
+  uint16_t *o = out;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_f32_to_f16(op->lo + rngx_u11(w[j]) * op->width);
+}
+
+static void uniform_bf16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  (void)in, (void)si;
+  uint16_t *o = out;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_f32_to_bf16(op->lo + rngx_u8(w[j]) * op->width);
+}
+
+/* quantize_noise: x + (lo + u * width) with lo = -half, width = 2 half; float32 math for <= 32-bit types. */
+static inline void noise_f32_loop(const rngx_op *op, const uint32_t *w, int64_t n, float *o, int64_t so,
+                                  const float *x, int64_t si) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = x[j * si] + (op->lo + rngx_u24(w[j]) * op->width);
+}
+
+static void noise_f32(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  if (so == 1 && si == 1) noise_f32_loop(op, w, n, out, 1, in, 1);
+  else noise_f32_loop(op, w, n, out, so, in, si);
+}
+
+static void noise_f64(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  double *o = out;
+  const double *x = in;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = x[j * si] + (op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64);
+}
+
+/* float16 and bfloat16 (the dtype picks the conversion; the float32 value is the same for both). */
+static void noise_16(rngx_dtype dt, const rngx_op *op, const uint32_t *w, int64_t n, uint16_t *o, int64_t so,
+                     const uint16_t *x, int64_t si) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = store16(dt, load16(dt, x[j * si]) + (op->lo + rngx_u24(w[j]) * op->width));
+}
+
+static void noise_f16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  noise_16(RNGX_FLOAT16, op, w, n, out, so, in, si);
+}
+
+static void noise_bf16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  noise_16(RNGX_BFLOAT16, op, w, n, out, so, in, si);
+}
+
+/* dropout: x * scale where u >= p, else 0. */
+static inline void dropout_f32_loop(const rngx_op *op, const uint32_t *w, int64_t n, float *o, int64_t so,
+                                    const float *x, int64_t si) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = (w[j] & RNGX_U24_MASK) >= op->keep ? x[j * si] * op->scale : 0.0f;
+}
+
+static void dropout_f32(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  if (so == 1 && si == 1) dropout_f32_loop(op, w, n, out, 1, in, 1);
+  else dropout_f32_loop(op, w, n, out, so, in, si);
+}
+
+static void dropout_f64(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  double *o = out;
+  const double *x = in;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_m53(w[2 * j], w[2 * j + 1]) >= op->keep64 ? x[j * si] * op->scale64 : 0.0;
+}
+
+static void dropout_16(rngx_dtype dt, const rngx_op *op, const uint32_t *w, int64_t n, uint16_t *o, int64_t so,
+                       const uint16_t *x, int64_t si) {
+  for (int64_t j = 0; j < n; ++j)
+    o[j * so] = store16(dt, (w[j] & RNGX_U24_MASK) >= op->keep ? load16(dt, x[j * si]) * op->scale : 0.0f);
+}
+
+static void dropout_f16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  dropout_16(RNGX_FLOAT16, op, w, n, out, so, in, si);
+}
+
+static void dropout_bf16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
+  dropout_16(RNGX_BFLOAT16, op, w, n, out, so, in, si);
+}
+
+/* ---- layout ---- */
+
+typedef struct {
+  int nd;                                 /* >= 1; the last dim is the row */
+  int64_t size[RNGX_MAX_DIMS];
+  int64_t so[RNGX_MAX_DIMS], si[RNGX_MAX_DIMS]; /* out and in strides, in elements */
+} rngx_layout;
+
+/* Drops size-1 dims and merges a dim into its inner neighbour where, for both operands, stepping the outer
+ * dim is the same as running on along the inner one. */
+static void collapse(const rngx_job *job, int reads_input, rngx_layout *l) {
+  l->nd = 0;
+  for (int d = 0; d < job->ndim; ++d) {
+    const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads_input ? job->in.strides[d] : 0;
+    if (size == 1) continue;
+    const int last = l->nd - 1;
+    if (last >= 0 && l->so[last] == size * so && l->si[last] == size * si) {
+      l->size[last] *= size; /* the merged dim runs with the inner dim's strides */
+    } else {
+      l->size[l->nd++] = size;
+    }
+    l->so[l->nd - 1] = so;
+    l->si[l->nd - 1] = si;
   }
-  const int64_t inner = sizes[nd - 1], step = strides[nd - 1];
-  for (int64_t j = 0; j < n;) {
-    const int64_t run = inner - idx[nd - 1] < n - j ? inner - idx[nd - 1] : n - j;
-    for (int64_t r = 0; r < run; ++r) pos[j++] = off + r * step;
-    off += run * step;
-    idx[nd - 1] += run;
-    for (int d = nd - 1; d > 0 && idx[d] == sizes[d]; --d) {
-      off += strides[d - 1] - sizes[d] * strides[d];
-      idx[d] = 0;
-      ++idx[d - 1];
+  if (l->nd == 0) {
+    l->nd = 1;
+    l->size[0] = 1;
+    l->so[0] = l->si[0] = 1;
+  }
+}
+
+/* The memory offsets (elements) of a row's first element, and the row's index over the outer dims. */
+typedef struct {
+  int64_t idx[RNGX_MAX_DIMS];
+  int64_t out, in;
+} rngx_cursor;
+
+static void cursor_seek(const rngx_layout *l, int64_t row, rngx_cursor *c) {
+  c->out = c->in = 0;
+  for (int d = l->nd - 2; d >= 0; --d) {
+    c->idx[d] = row % l->size[d];
+    row /= l->size[d];
+    c->out += c->idx[d] * l->so[d];
+    c->in += c->idx[d] * l->si[d];
+  }
+}
+
+static void cursor_next(const rngx_layout *l, rngx_cursor *c) {
+  for (int d = l->nd - 2; d >= 0; --d) {
+    c->out += l->so[d];
+    c->in += l->si[d];
+    if (++c->idx[d] < l->size[d]) return;
+    c->out -= l->size[d] * l->so[d];
+    c->in -= l->size[d] * l->si[d];
+    c->idx[d] = 0;
+  }
+}
+
+/* ---- walks: which elements, in which order, with which words ---- */
+
+typedef struct {
+  const rngx_job *job;
+  const rngx_op *op;
+  const rngx_layout *l;
+  int k;        /* words per element */
+  int64_t size; /* element size in bytes */
+} rngx_walk;
+
+/* The words of logical elements [i, i + n): whole blocks into buf, so the result starts at buf + (first % 4). */
+static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint32_t *buf) {
+  const uint64_t first = wk->job->offset + (uint64_t)wk->k * (uint64_t)i, lane = first & 3u;
+  rngx_fill_blocks(wk->job->seed, first >> 2, (int64_t)((lane + (uint64_t)(wk->k * n) + 3u) >> 2), buf);
+  return buf + lane;
+}
+
+/* Runs the op on n elements of one row from column col, whose row starts at memory offsets (out, in). */
+static void run_row(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col) {
+  const rngx_layout *l = wk->l;
+  const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1];
+  char *o = (char *)wk->job->out.data + (out + col * so) * wk->size;
+  const char *x = wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0;
+  wk->op->run(wk->op, w, n, o, so, x, si);
+}
+
+/* Logical order, in batches of consecutive elements, each cut into runs along rows. Batches end on block
+ * boundaries, so after the first every batch is whole SIMD groups. */
+static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
+  uint32_t buf[BATCH_WORDS];
+  const int64_t row_len = wk->l->size[wk->l->nd - 1];
+  rngx_cursor c;
+  cursor_seek(wk->l, begin / row_len, &c);
+  int64_t col = begin % row_len;
+  for (int64_t i = begin; i < end;) {
+    const uint64_t lane = (wk->job->offset + (uint64_t)wk->k * (uint64_t)i) & 3u;
+    const int64_t n = min64(end - i, (BATCH_WORDS - (int64_t)lane) / wk->k);
+    const uint32_t *w = words_for(wk, i, n, buf);
+    for (int64_t j = 0; j < n;) {
+      const int64_t run = min64(row_len - col, n - j);
+      run_row(wk, w + wk->k * j, run, c.out, c.in, col);
+      j += run;
+      col += run;
+      if (col == row_len) {
+        col = 0;
+        cursor_next(wk->l, &c);
+      }
+    }
+    i += n;
+  }
+}
+
+/* Tiles of TILE_ROWS rows by TILE_WORDS words per row, each row's piece clipped to [begin, end). */
+static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
+  uint32_t buf[TILE_WORDS + 4];
+  int64_t out_row[TILE_ROWS], in_row[TILE_ROWS];
+  const int64_t row_len = wk->l->size[wk->l->nd - 1], width = TILE_WORDS / wk->k, last_row = (end - 1) / row_len;
+  rngx_cursor c;
+  cursor_seek(wk->l, begin / row_len, &c);
+  for (int64_t row = begin / row_len; row <= last_row; row += TILE_ROWS) {
+    const int rows = (int)min64(TILE_ROWS, last_row - row + 1);
+    for (int t = 0; t < rows; ++t) {
+      out_row[t] = c.out;
+      in_row[t] = c.in;
+      cursor_next(wk->l, &c);
+    }
+    for (int64_t col = 0; col < row_len; col += width) {
+      for (int t = 0; t < rows; ++t) {
+        const int64_t start = (row + t) * row_len;
+        const int64_t lo = max64(start + col, begin), hi = min64(start + min64(col + width, row_len), end);
+        if (lo < hi) run_row(wk, words_for(wk, lo, hi - lo, buf), hi - lo, out_row[t], in_row[t], lo - start);
+      }
     }
   }
 }
 
-/* A batch's view of one operand: where each element lives. Row-major operands skip the table. */
-typedef struct {
-  int row_major;
-  int64_t pos[RNGX_BATCH];
-} rngx_where;
-
-static void locate(const rngx_job *job, const int64_t *strides, int row_major, int64_t i0, int64_t n, rngx_where *w) {
-  w->row_major = row_major;
-  if (!row_major) positions(job, strides, i0, n, w->pos);
+static void run(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t end) {
+  rngx_layout l;
+  if (begin >= end) return;
+  collapse(job, op->reads_input, &l);
+  const rngx_walk wk = {job, op, &l, rngx_words_per_element(job->dtype), element_size(job->dtype)};
+  const int strided = l.so[l.nd - 1] != 1 || (op->reads_input && l.si[l.nd - 1] != 1);
+  if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)
+    walk_tiles(&wk, begin, end);
+  else
+    walk_batches(&wk, begin, end);
 }
 
-#define AT(w, i0, j) ((w)->row_major ? (i0) + (j) : (w)->pos[j])
+/* ---- the public ops ---- */
 
-static void load_f32(rngx_dtype dt, const void *data, const rngx_where *w, int64_t i0, int64_t n, float *v) {
-  if (dt == RNGX_FLOAT32) {
-    for (int64_t j = 0; j < n; ++j) v[j] = ((const float *)data)[AT(w, i0, j)];
-  } else if (dt == RNGX_FLOAT16) {
-    for (int64_t j = 0; j < n; ++j) v[j] = rngx_f16_to_f32(((const uint16_t *)data)[AT(w, i0, j)]);
-  } else {
-    for (int64_t j = 0; j < n; ++j) v[j] = rngx_bf16_to_f32(((const uint16_t *)data)[AT(w, i0, j)]);
-  }
+static rngx_run_fn by_dtype(rngx_dtype dt, rngx_run_fn f16, rngx_run_fn bf16, rngx_run_fn f32, rngx_run_fn f64) {
+  return dt == RNGX_FLOAT16 ? f16 : dt == RNGX_BFLOAT16 ? bf16 : dt == RNGX_FLOAT32 ? f32 : f64;
 }
 
-static void store_f32(rngx_dtype dt, void *data, const rngx_where *w, int64_t i0, int64_t n, const float *v) {
-  if (dt == RNGX_FLOAT32) {
-    for (int64_t j = 0; j < n; ++j) ((float *)data)[AT(w, i0, j)] = v[j];
-  } else if (dt == RNGX_FLOAT16) {
-    for (int64_t j = 0; j < n; ++j) ((uint16_t *)data)[AT(w, i0, j)] = rngx_f32_to_f16(v[j]);
-  } else {
-    for (int64_t j = 0; j < n; ++j) ((uint16_t *)data)[AT(w, i0, j)] = rngx_f32_to_bf16(v[j]);
-  }
-}
-
-/* Shared batch walk: fills words, locates out (and in), then lets the op's batch function do the math. */
-typedef struct {
-  const uint32_t *words;
-  const rngx_where *out, *in;
-  int64_t i0, n;
-} rngx_batch;
-
-typedef void (*rngx_batch_fn)(const rngx_job *job, const rngx_batch *b, const void *params);
-
-static void run_batches(const rngx_job *job, int reads_input, int64_t begin, int64_t end, rngx_batch_fn fn,
-                        const void *params) {
-  uint32_t words[2 * RNGX_BATCH];
-  rngx_where out, in;
-  const int k = rngx_words_per_element(job->dtype);
-  const int out_rm = is_row_major(job, job->out.strides);
-  const int in_rm = reads_input && is_row_major(job, job->in.strides);
-  for (int64_t i0 = begin; i0 < end; i0 += RNGX_BATCH) {
-    const int64_t n = end - i0 < RNGX_BATCH ? end - i0 : RNGX_BATCH;
-    rngx_fill_words(job->seed, job->offset + (uint64_t)k * (uint64_t)i0, k * n, words);
-    locate(job, job->out.strides, out_rm, i0, n, &out);
-    if (reads_input) locate(job, job->in.strides, in_rm, i0, n, &in);
-    const rngx_batch b = {words, &out, &in, i0, n};
-    fn(job, &b, params);
-  }
-}
-
-/* ---- bits ---- */
-
-static void bits_batch(const rngx_job *job, const rngx_batch *b, const void *params) {
-  (void)params;
-  int64_t *out = (int64_t *)job->out.data;
-  for (int64_t j = 0; j < b->n; ++j) out[AT(b->out, b->i0, j)] = (int64_t)b->words[j];
-}
-
-void rngx_bits(const rngx_job *job, int64_t begin, int64_t end) { run_batches(job, 0, begin, end, bits_batch, 0); }
-
-/* ---- uniform: low + u * (high - low), multiply and add each rounded ---- */
-
-typedef struct { double low, high; } uniform_params;
-
-static void uniform_batch(const rngx_job *job, const rngx_batch *b, const void *params) {
-  const uniform_params *q = (const uniform_params *)params;
-  const uint32_t *w = b->words;
-  if (job->dtype == RNGX_FLOAT64) {
-    const double lo = q->low, width = q->high - q->low;
-    double *out = (double *)job->out.data;
-    for (int64_t j = 0; j < b->n; ++j) out[AT(b->out, b->i0, j)] = lo + rngx_u53(w[2 * j], w[2 * j + 1]) * width;
-    return;
-  }
-  const float lo = (float)q->low, width = (float)(q->high - q->low);
-  float v[RNGX_BATCH];
-  if (job->dtype == RNGX_FLOAT32) {
-    for (int64_t j = 0; j < b->n; ++j) v[j] = lo + rngx_u24(w[j]) * width;
-  } else if (job->dtype == RNGX_FLOAT16) {
-    for (int64_t j = 0; j < b->n; ++j) v[j] = lo + rngx_u11(w[j]) * width;
-  } else {
-    for (int64_t j = 0; j < b->n; ++j) v[j] = lo + rngx_u8(w[j]) * width;
-  }
-  store_f32(job->dtype, job->out.data, b->out, b->i0, b->n, v);
+void rngx_bits(const rngx_job *job, int64_t begin, int64_t end) {
+  const rngx_op op = {.run = bits_run};
+  run(job, &op, begin, end);
 }
 
 void rngx_uniform(const rngx_job *job, double low, double high, int64_t begin, int64_t end) {
-  const uniform_params q = {low, high};
-  run_batches(job, 0, begin, end, uniform_batch, &q);
-}
-
-/* ---- quantize_noise: x + (-half + u * 2 half), in float32 for <= 32-bit types ---- */
-
-static void noise_batch(const rngx_job *job, const rngx_batch *b, const void *params) {
-  const double half = *(const double *)params;
-  const uint32_t *w = b->words;
-  if (job->dtype == RNGX_FLOAT64) {
-    const double *x = (const double *)job->in.data;
-    double *out = (double *)job->out.data;
-    for (int64_t j = 0; j < b->n; ++j)
-      out[AT(b->out, b->i0, j)] = x[AT(b->in, b->i0, j)] + (-half + rngx_u53(w[2 * j], w[2 * j + 1]) * (2 * half));
-    return;
-  }
-  const float lo = (float)-half, width = (float)(2 * half);
-  float v[RNGX_BATCH];
-  load_f32(job->dtype, job->in.data, b->in, b->i0, b->n, v);
-  for (int64_t j = 0; j < b->n; ++j) v[j] = v[j] + (lo + rngx_u24(w[j]) * width);
-  store_f32(job->dtype, job->out.data, b->out, b->i0, b->n, v);
+  const rngx_op op = {.run = by_dtype(job->dtype, uniform_f16, uniform_bf16, uniform_f32, uniform_f64),
+                      .lo = (float)low, .width = (float)(high - low), .lo64 = low, .width64 = high - low};
+  run(job, &op, begin, end);
 }
 
 void rngx_quantize_noise(const rngx_job *job, double half, int64_t begin, int64_t end) {
-  run_batches(job, 1, begin, end, noise_batch, &half);
+  const rngx_op op = {.run = by_dtype(job->dtype, noise_f16, noise_bf16, noise_f32, noise_f64), .reads_input = 1,
+                      .lo = (float)-half, .width = (float)(2 * half), .lo64 = -half, .width64 = 2 * half};
+  run(job, &op, begin, end);
 }
 
-/* ---- dropout: keep iff u >= p, i.e. iff the integer m behind u is >= ceil(p * 2^bits) (exact) ---- */
-
-static void dropout_batch(const rngx_job *job, const rngx_batch *b, const void *params) {
-  const double p = *(const double *)params, scale = 1.0 / (1.0 - p);
-  const uint32_t *w = b->words;
-  if (job->dtype == RNGX_FLOAT64) {
-    const uint64_t keep_from = (uint64_t)ceil(p * 0x1p53);
-    const double *x = (const double *)job->in.data;
-    double *out = (double *)job->out.data;
-    for (int64_t j = 0; j < b->n; ++j)
-      out[AT(b->out, b->i0, j)] = rngx_m53(w[2 * j], w[2 * j + 1]) >= keep_from ? x[AT(b->in, b->i0, j)] * scale : 0.0;
-    return;
-  }
-  const uint32_t keep_from = (uint32_t)ceil(p * 0x1p24);
-  const float scale32 = (float)scale;
-  float v[RNGX_BATCH];
-  load_f32(job->dtype, job->in.data, b->in, b->i0, b->n, v);
-  for (int64_t j = 0; j < b->n; ++j) v[j] = (w[j] & RNGX_U24_MASK) >= keep_from ? v[j] * scale32 : 0.0f;
-  store_f32(job->dtype, job->out.data, b->out, b->i0, b->n, v);
-}
-
+/* keep iff u >= p, i.e. iff the integer m behind u = m * 2^-bits is >= ceil(p * 2^bits) (exact). */
 void rngx_dropout(const rngx_job *job, double p, int64_t begin, int64_t end) {
-  run_batches(job, 1, begin, end, dropout_batch, &p);
+  const double scale = 1.0 / (1.0 - p);
+  const rngx_op op = {.run = by_dtype(job->dtype, dropout_f16, dropout_bf16, dropout_f32, dropout_f64),
+                      .reads_input = 1, .scale = (float)scale, .scale64 = scale,
+                      .keep = (uint32_t)ceil(p * 0x1p24), .keep64 = (uint64_t)ceil(p * 0x1p53)};
+  run(job, &op, begin, end);
 }

@@ -1,0 +1,268 @@
+// The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu supplies the per-element math).
+//
+// An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
+// (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).
+// Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
+// covers a group when the offset is a multiple of 4. Elements, words and offsets are 64-bit throughout.
+#ifndef RNGX_LAYOUTS_CUH
+#define RNGX_LAYOUTS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "ops.h"
+#include "philox.h"
+
+namespace rngx {
+
+constexpr uint64_t kBlockMask = UINT64_MAX >> 2;  // word indices wrap at 2^64, so blocks wrap at 2^62
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride beyond this
+
+// [seed, offset]: read from device memory by the kernel itself (CUDA-graph safe), or passed by value.
+struct StateArg {
+  const int64_t *dev;
+  uint64_t seed, offset;
+  __device__ __forceinline__ void load(uint64_t &s, uint64_t &o) const {
+    if (dev != nullptr) {
+      s = (uint64_t)dev[0];
+      o = (uint64_t)dev[1];
+    } else {
+      s = seed;
+      o = offset;
+    }
+  }
+};
+
+// w[0 .. 4K) = words first ... first + 4K - 1: K Philox blocks when first % 4 == 0, one more otherwise.
+template <int K>
+__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t first, uint32_t (&w)[4 * K]) {
+  const uint64_t b = first >> 2;
+  const unsigned s = (unsigned)first & 3u;
+  uint32_t a[4 * K + 4];
+#pragma unroll
+  for (int q = 0; q < K; ++q) {
+    const rngx_ctr c = rngx_block(seed, (b + q) & kBlockMask);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[4 * q + r] = c.v[r];
+  }
+  if (s == 0) {
+#pragma unroll
+    for (int j = 0; j < 4 * K; ++j) w[j] = a[j];
+    return;
+  }
+  const rngx_ctr c = rngx_block(seed, (b + K) & kBlockMask);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[4 * K + r] = c.v[r];
+  // Constant indices only, so `a` stays in registers.
+#pragma unroll
+  for (int j = 0; j < 4 * K; ++j) w[j] = s == 1 ? a[j + 1] : s == 2 ? a[j + 2] : a[j + 3];
+}
+
+// Four elements as aligned 8- or 16-byte accesses: one for 2- and 4-byte types, two for 8-byte ones.
+template <class T>
+struct Wide {
+  static constexpr int kBytes = 4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16;
+  static constexpr int kPer = kBytes / sizeof(T);
+  struct alignas(kBytes) Chunk { T v[kPer]; };
+};
+
+template <class T>
+__device__ __forceinline__ void load4(const T *p, T (&v)[4]) {
+  using C = typename Wide<T>::Chunk;
+#pragma unroll
+  for (int c = 0; c < 4 / Wide<T>::kPer; ++c) {
+    const C ch = reinterpret_cast<const C *>(p)[c];
+#pragma unroll
+    for (int e = 0; e < Wide<T>::kPer; ++e) v[c * Wide<T>::kPer + e] = ch.v[e];
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void store4(T *p, const T (&v)[4]) {
+  using C = typename Wide<T>::Chunk;
+#pragma unroll
+  for (int c = 0; c < 4 / Wide<T>::kPer; ++c) {
+    C ch;
+#pragma unroll
+    for (int e = 0; e < Wide<T>::kPer; ++e) ch.v[e] = v[c * Wide<T>::kPer + e];
+    reinterpret_cast<C *>(p)[c] = ch;
+  }
+}
+
+// ---- contiguous: element i at out[i] (and in[i]); `wide` when both pointers suit load4/store4 ----
+template <class Op>
+__global__ void __launch_bounds__(kThreads)
+    contiguous_kernel(Op op, StateArg st, typename Op::T *out, const typename Op::T *in, int64_t n, bool wide) {
+  using T = typename Op::T;
+  uint64_t seed, offset;
+  st.load(seed, offset);
+  const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
+    const int64_t i0 = 4 * g;
+    uint32_t w[4 * Op::K];
+    fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
+    T x[4] = {}, y[4];
+    if (wide && i0 + 4 <= n) {
+      if (Op::kReads) load4(in + i0, x);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + Op::K * j);
+      store4(out + i0, y);
+    } else {
+#pragma unroll  // constant j keeps w in registers
+      for (int j = 0; j < 4; ++j)
+        if (i0 + j < n) out[i0 + j] = op(Op::kReads ? in[i0 + j] : T(), w + Op::K * j);
+    }
+  }
+}
+
+// ---- batched transpose: logical (n, c, l) at out[n*sN + l*sL + c] (channels_last after merging H, W, ...) ----
+// A tile of 32 c x 32 l goes through shared memory: loads and stores run along c (coalesced), while the
+// values are made along l, 4 logically consecutive elements per Philox block.
+struct Transposed {
+  int64_t N, C, L, out_n, out_l, in_n, in_l;
+};
+constexpr int kTile = 32, kRows = kThreads / kTile;
+
+template <class Op>
+__global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, StateArg st, typename Op::T *out,
+                                                              const typename Op::T *in, Transposed g) {
+  using T = typename Op::T;
+  __shared__ T tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
+  uint64_t seed, offset;
+  st.load(seed, offset);
+  const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
+  const int vc = t >> 3, vl = (t & 7) * 4;  // this thread's value group: column vc, rows vl .. vl + 3
+  for (int64_t n = blockIdx.z; n < g.N; n += gridDim.z)
+    for (int64_t c0 = (int64_t)blockIdx.y * kTile; c0 < g.C; c0 += (int64_t)gridDim.y * kTile)
+      for (int64_t l0 = (int64_t)blockIdx.x * kTile; l0 < g.L; l0 += (int64_t)gridDim.x * kTile) {
+        const int64_t c = c0 + tx;
+        if (Op::kReads && c < g.C)
+          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) tile[r][tx] = in[n * g.in_n + (l0 + r) * g.in_l + c];
+        __syncthreads();
+        if (c0 + vc < g.C) {
+          const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
+          uint32_t w[4 * Op::K];
+          fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (l0 + vl + j < g.L) tile[vl + j][vc] = op(Op::kReads ? tile[vl + j][vc] : T(), w + Op::K * j);
+        }
+        __syncthreads();
+        if (c < g.C)
+          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) out[n * g.out_n + (l0 + r) * g.out_l + c] = tile[r][tx];
+        __syncthreads();  // the next tile reuses `tile`
+      }
+}
+
+// ---- any other strides: one div/mod chain per group of 4, then a step along the innermost dim ----
+struct Strided {
+  int ndim;
+  int64_t sizes[RNGX_MAX_DIMS], out[RNGX_MAX_DIMS], in[RNGX_MAX_DIMS];
+};
+
+__device__ __forceinline__ void locate(const Strided &g, int64_t i, int64_t &po, int64_t &pi, int64_t &inner) {
+  po = pi = 0;
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    const int64_t q = i / g.sizes[d], r = i - q * g.sizes[d];
+    if (d == g.ndim - 1) inner = r;
+    po += r * g.out[d];
+    pi += r * g.in[d];
+    i = q;
+  }
+}
+
+template <class Op>
+__global__ void __launch_bounds__(kThreads)
+    strided_kernel(Op op, StateArg st, typename Op::T *out, const typename Op::T *in, int64_t n, Strided g) {
+  using T = typename Op::T;
+  uint64_t seed, offset;
+  st.load(seed, offset);
+  const int last = g.ndim - 1;
+  const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
+    const int64_t i0 = 4 * grp;
+    uint32_t w[4 * Op::K];
+    fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
+    int64_t po, pi, inner;
+    locate(g, i0, po, pi, inner);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (i0 + j >= n) break;
+      if (j > 0) {
+        if (++inner < g.sizes[last]) {
+          po += g.out[last];
+          pi += g.in[last];
+        } else {
+          locate(g, i0 + j, po, pi, inner);
+        }
+      }
+      out[po] = op(Op::kReads ? in[pi] : T(), w + Op::K * j);
+    }
+  }
+}
+
+// ---- choosing the walk ----
+
+// The job's dims with size-1 dims dropped and neighbours merged wherever both operands allow it (stride[d]
+// == stride[d+1] * size[d+1]). Merging keeps row-major order, so logical indices are unchanged.
+inline Strided coalesce(const rngx_job *job, bool reads) {
+  Strided c;
+  c.ndim = 0;
+  for (int d = 0; d < job->ndim; ++d) {
+    const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads ? job->in.strides[d] : 0;
+    if (size == 1) continue;
+    const int k = c.ndim - 1;
+    if (k >= 0 && c.out[k] == so * size && c.in[k] == si * size) {
+      c.sizes[k] *= size;
+      c.out[k] = so;
+      c.in[k] = si;
+      continue;
+    }
+    c.sizes[c.ndim] = size;
+    c.out[c.ndim] = so;
+    c.in[c.ndim] = si;
+    ++c.ndim;
+  }
+  return c;
+}
+
+inline unsigned blocks_for(int64_t groups) {
+  const int64_t b = (groups + kThreads - 1) / kThreads;
+  return (unsigned)(b < kMaxBlocks ? b : kMaxBlocks);
+}
+
+inline unsigned clamp_dim(int64_t v, int64_t most) { return (unsigned)(v < most ? v : most); }
+
+template <class Op>
+int launch(const Op &op, const rngx_job *job, const int64_t *state, void *stream_ptr) {
+  using T = typename Op::T;
+  int64_t n = 1;
+  for (int d = 0; d < job->ndim; ++d) n *= job->sizes[d];
+  if (n == 0) return (int)cudaSuccess;
+  const cudaStream_t stream = (cudaStream_t)stream_ptr;
+  const StateArg st = {state, job->seed, job->offset};
+  T *out = (T *)job->out.data;
+  const T *in = Op::kReads ? (const T *)job->in.data : nullptr;
+  const Strided c = coalesce(job, Op::kReads);
+  const bool reads = Op::kReads;
+  if (c.ndim == 0 || (c.ndim == 1 && c.out[0] == 1 && (!reads || c.in[0] == 1))) {
+    const uintptr_t a = Wide<T>::kBytes - 1;
+    const bool wide = ((uintptr_t)out & a) == 0 && (!reads || ((uintptr_t)in & a) == 0);
+    contiguous_kernel<<<blocks_for((n + 3) / 4), kThreads, 0, stream>>>(op, st, out, in, n, wide);
+  } else if ((c.ndim == 2 || c.ndim == 3) && c.out[c.ndim - 2] == 1 && (!reads || c.in[c.ndim - 2] == 1)) {
+    const int l = c.ndim - 1;
+    const Transposed g = {c.ndim == 3 ? c.sizes[0] : 1, c.sizes[l - 1], c.sizes[l], c.ndim == 3 ? c.out[0] : 0,
+                          c.out[l], c.ndim == 3 ? c.in[0] : 0, c.in[l]};
+    const dim3 grid(clamp_dim((g.L + kTile - 1) / kTile, INT32_MAX), clamp_dim((g.C + kTile - 1) / kTile, 65535),
+                    clamp_dim(g.N, 65535));
+    transposed_kernel<<<grid, dim3(kTile, kRows), 0, stream>>>(op, st, out, in, g);
+  } else {
+    strided_kernel<<<blocks_for((n + 3) / 4), kThreads, 0, stream>>>(op, st, out, in, n, c);
+  }
+  return (int)cudaGetLastError();
+}
+
+}  // namespace rngx
+
+#endif

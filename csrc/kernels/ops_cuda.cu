@@ -1,0 +1,143 @@
+// CUDA versions of the ops in ops.c: the same stream (philox.h), conversions (convert.h) and float math, so
+// every element equals the CPU's bit for bit. Multiplies and adds go through __fmul_rn/__fadd_rn (and the
+// double versions), which the compiler never fuses into an FMA; the CPU side builds with -ffp-contract=off.
+#include <math.h>
+
+#include "convert.h"
+#include "ops_cuda.h"
+#include "layouts.cuh"
+
+namespace rngx {
+
+// Storage formats of the float types: how an element is read as float32, written back, and the uniform's
+// significand width (docs/stream.md).
+struct F32 {
+  using T = float;
+  static __device__ __forceinline__ float load(float v) { return v; }
+  static __device__ __forceinline__ float store(float v) { return v; }
+  static __device__ __forceinline__ float u(uint32_t w) { return rngx_u24(w); }
+};
+struct F16 {
+  using T = uint16_t;
+  static __device__ __forceinline__ float load(uint16_t v) { return rngx_f16_to_f32(v); }
+  static __device__ __forceinline__ uint16_t store(float v) { return rngx_f32_to_f16(v); }
+  static __device__ __forceinline__ float u(uint32_t w) { return rngx_u11(w); }
+};
+struct BF16 {
+  using T = uint16_t;
+  static __device__ __forceinline__ float load(uint16_t v) { return rngx_bf16_to_f32(v); }
+  static __device__ __forceinline__ uint16_t store(float v) { return rngx_f32_to_bf16(v); }
+  static __device__ __forceinline__ float u(uint32_t w) { return rngx_u8(w); }
+};
+
+struct Bits {
+  using T = int64_t;
+  static constexpr int K = 1;
+  static constexpr bool kReads = false;
+  __device__ T operator()(T, const uint32_t *w) const { return (int64_t)w[0]; }
+};
+
+// low + u * (high - low)
+template <class F>
+struct Uniform {
+  using T = typename F::T;
+  static constexpr int K = 1;
+  static constexpr bool kReads = false;
+  float lo, width;
+  __device__ T operator()(T, const uint32_t *w) const { return F::store(__fadd_rn(lo, __fmul_rn(F::u(w[0]), width))); }
+};
+struct UniformF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  double lo, width;
+  __device__ T operator()(T, const uint32_t *w) const { return __dadd_rn(lo, __dmul_rn(rngx_u53(w[0], w[1]), width)); }
+};
+
+// x + (-half + u * 2 half), with the 24-bit u for every type up to 32 bits
+template <class F>
+struct Noise {
+  using T = typename F::T;
+  static constexpr int K = 1;
+  static constexpr bool kReads = true;
+  float lo, width;
+  __device__ T operator()(T x, const uint32_t *w) const {
+    return F::store(__fadd_rn(F::load(x), __fadd_rn(lo, __fmul_rn(rngx_u24(w[0]), width))));
+  }
+};
+struct NoiseF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = true;
+  double lo, width;
+  __device__ T operator()(T x, const uint32_t *w) const {
+    return __dadd_rn(x, __dadd_rn(lo, __dmul_rn(rngx_u53(w[0], w[1]), width)));
+  }
+};
+
+// keep iff the integer behind u is >= keep_from = ceil(p * 2^bits), i.e. iff u >= p exactly
+template <class F>
+struct Dropout {
+  using T = typename F::T;
+  static constexpr int K = 1;
+  static constexpr bool kReads = true;
+  uint32_t keep_from;
+  float scale;
+  __device__ T operator()(T x, const uint32_t *w) const {
+    return F::store((w[0] & RNGX_U24_MASK) >= keep_from ? __fmul_rn(F::load(x), scale) : 0.0f);
+  }
+};
+struct DropoutF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = true;
+  uint64_t keep_from;
+  double scale;
+  __device__ T operator()(T x, const uint32_t *w) const {
+    return rngx_m53(w[0], w[1]) >= keep_from ? __dmul_rn(x, scale) : 0.0;
+  }
+};
+
+}  // namespace rngx
+
+using namespace rngx;
+
+// The parameters below are computed on the host exactly as ops.c computes them.
+
+extern "C" int rngx_cuda_bits(const rngx_job *job, const int64_t *state, void *stream) {
+  return launch(Bits{}, job, state, stream);
+}
+
+extern "C" int rngx_cuda_uniform(const rngx_job *job, const int64_t *state, void *stream, double low, double high) {
+  const float lo = (float)low, width = (float)(high - low);
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(UniformF64{low, high - low}, job, state, stream);
+    case RNGX_FLOAT32: return launch(Uniform<F32>{lo, width}, job, state, stream);
+    case RNGX_FLOAT16: return launch(Uniform<F16>{lo, width}, job, state, stream);
+    case RNGX_BFLOAT16: return launch(Uniform<BF16>{lo, width}, job, state, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_quantize_noise(const rngx_job *job, const int64_t *state, void *stream, double half) {
+  const float lo = (float)-half, width = (float)(2 * half);
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(NoiseF64{-half, 2 * half}, job, state, stream);
+    case RNGX_FLOAT32: return launch(Noise<F32>{lo, width}, job, state, stream);
+    case RNGX_FLOAT16: return launch(Noise<F16>{lo, width}, job, state, stream);
+    case RNGX_BFLOAT16: return launch(Noise<BF16>{lo, width}, job, state, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_dropout(const rngx_job *job, const int64_t *state, void *stream, double p) {
+  const double scale = 1.0 / (1.0 - p);
+  const uint32_t keep_from = (uint32_t)ceil(p * 0x1p24);
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(DropoutF64{(uint64_t)ceil(p * 0x1p53), scale}, job, state, stream);
+    case RNGX_FLOAT32: return launch(Dropout<F32>{keep_from, (float)scale}, job, state, stream);
+    case RNGX_FLOAT16: return launch(Dropout<F16>{keep_from, (float)scale}, job, state, stream);
+    case RNGX_BFLOAT16: return launch(Dropout<BF16>{keep_from, (float)scale}, job, state, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}

@@ -1,0 +1,107 @@
+// CUDA implementations of the rngx ops: the CPU glue's checks and allocation (glue.h), then the launchers in
+// csrc/kernels/ops_cuda.cu, on torch's current stream of x's device. setup.py compiles this file only for the
+// CUDA build, with -DUSE_CUDA (which the CUDA parts of the stable ABI need).
+#include <torch/csrc/stable/accelerator.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "glue.h"
+#include "kernels/ops_cuda.h"
+
+namespace {
+
+using namespace rngx_glue;
+
+std::string where(const Tensor& t) { return t.is_cpu() ? "cpu" : "cuda:" + std::to_string(t.get_device_index()); }
+
+// A CUDA state must sit on x's GPU: the kernel reads it there when it runs, so the op stays valid under
+// CUDA graph capture. A CPU state is read now and passed by value (fine eagerly, frozen in a captured graph).
+void check_state(const Tensor& state, const Tensor& x, const char* name) {
+  check_state_dtype_shape(state);
+  STD_TORCH_CHECK(x.is_cuda(), "rngx: ", name, " is on ", where(x), " but state is on ", where(state));
+  STD_TORCH_CHECK(state.is_cpu() || (state.is_cuda() && state.get_device_index() == x.get_device_index()),
+                  "rngx: ", name, " is on ", where(x), " but state is on ", where(state),
+                  " (state must be on the CPU or on the same GPU)");
+  check_state_contiguous(state);
+}
+
+const int64_t* device_state(const Tensor& state) {
+  return state.is_cuda() ? static_cast<const int64_t*>(state.const_data_ptr()) : nullptr;
+}
+
+void* current_stream(int32_t device) {
+  void* stream = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
+  return stream;
+}
+
+// A launcher's cudaError_t, reported the way torch reports CUDA errors.
+void check_launch(int err, const char* op) {
+  if (err == 0) return;
+  char* msg = nullptr;
+  torch_c10_cuda_check_msg(err, __FILE__, op, static_cast<uint32_t>(__LINE__), true, &msg);
+  std::string text = msg != nullptr ? msg : std::string("rngx: CUDA error ") + std::to_string(err) + " in " + op;
+  if (msg != nullptr) torch_c10_cuda_free_error_msg(msg);
+  throw std::runtime_error(text);
+}
+
+Tensor bits(std::vector<int64_t> size, Tensor state) {
+  // Only a CUDA state brings bits here; the output goes on its device, as the fake kernel says.
+  check_state_dtype_shape(state);
+  check_state_contiguous(state);
+  check_size(size);
+  const int32_t dev = state.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = torch::stable::new_empty(state, size, ScalarType::Long);
+  const rngx_job job = make_job(state, RNGX_INT64, out, nullptr);
+  check_launch(rngx_cuda_bits(&job, device_state(state), current_stream(dev)), "rngx.bits");
+  return out;
+}
+
+Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
+  check_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  check_interval(low, high);
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, dtype);
+  const rngx_job job = make_job(state, dt, out, nullptr);
+  check_launch(rngx_cuda_uniform(&job, device_state(state), current_stream(dev), low, high), "rngx.uniform");
+  return out;
+}
+
+Tensor quantize_noise(Tensor x, Tensor state, double half) {
+  check_state(state, x, "x");
+  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
+  check_half(half);
+  const int32_t dev = x.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(x, std::nullopt);
+  const rngx_job job = make_job(state, dt, out, &x);
+  check_launch(rngx_cuda_quantize_noise(&job, device_state(state), current_stream(dev), half), "rngx.quantize_noise");
+  return out;
+}
+
+Tensor dropout(Tensor x, Tensor state, double p) {
+  check_state(state, x, "x");
+  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
+  check_probability(p);
+  const int32_t dev = x.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(x, std::nullopt);
+  const rngx_job job = make_job(state, dt, out, &x);
+  check_launch(rngx_cuda_dropout(&job, device_state(state), current_stream(dev), p), "rngx.dropout");
+  return out;
+}
+
+}  // namespace
+
+STABLE_TORCH_LIBRARY_IMPL(rngx, CUDA, m) {
+  m.impl("bits", TORCH_BOX(&bits));
+  m.impl("uniform", TORCH_BOX(&uniform));
+  m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
+  m.impl("dropout", TORCH_BOX(&dropout));
+}

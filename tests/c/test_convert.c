@@ -1,0 +1,154 @@
+/* Float conversions and the word-to-uniform formulas of convert.h, against independent references:
+ * the compiler's _Float16 for float16 (round to nearest even), double arithmetic for bfloat16.
+ *
+ * float32 -> float16 is checked on a strided sample of all 2^32 patterns plus every pattern near each float16
+ * value and each rounding midpoint. gcc's software _Float16 conversion is too slow for all 2^32 patterns in a
+ * quick test (over a minute for every 7th one); `test_convert --exhaustive` runs them all. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/convert.h"
+
+#define SAMPLE_STRIDE 1021u /* odd and prime, so the sample walks through every low-bit pattern */
+
+static uint16_t compiler_f16(float f) {
+  const _Float16 h = (_Float16)f;
+  uint16_t b;
+  memcpy(&b, &h, 2);
+  return b;
+}
+
+static int is_f16_nan(uint16_t h) { return (h & 0x7FFFu) > 0x7C00u; }
+static int is_bf16_nan(uint16_t h) { return (h & 0x7FFFu) > 0x7F80u; }
+
+/* NaN in, NaN out with the same sign; anything else must match the compiler bit for bit. */
+static void check_f16_at(uint32_t bits) {
+  const float f = rngx_bits_f32(bits);
+  const uint16_t got = rngx_f32_to_f16(f);
+  if (isnan(f)) {
+    if (!CHECK(is_f16_nan(got) && (got >> 15) == (bits >> 31))) printf("    f32 0x%08x -> 0x%04x\n", bits, got);
+  } else {
+    const uint16_t want = compiler_f16(f);
+    if (!CHECK(got == want)) printf("    f32 0x%08x -> 0x%04x, want 0x%04x\n", bits, got, want);
+  }
+}
+
+static void check_f32_to_f16(int exhaustive) {
+  if (exhaustive) {
+    for (uint64_t b = 0; b <= UINT32_MAX; ++b) check_f16_at((uint32_t)b);
+    return;
+  }
+  for (uint64_t b = 0; b <= UINT32_MAX; b += SAMPLE_STRIDE) check_f16_at((uint32_t)b);
+  /* Around every float16 value and every midpoint between neighbours: where rounding decides. Midpoints
+   * are exact in float32 (12 significant bits); above the largest finite half the "neighbour" is 65536. */
+  for (uint32_t h = 0; h < 0x7C00u; ++h) {
+    const float v = rngx_f16_to_f32((uint16_t)h);
+    const float next = h == 0x7BFFu ? 65536.0f : rngx_f16_to_f32((uint16_t)(h + 1));
+    const uint32_t centers[2] = {rngx_f32_bits(v), rngx_f32_bits((v + next) / 2)};
+    for (int c = 0; c < 2; ++c)
+      for (uint32_t d = 0; d < 7; ++d) {
+        const uint32_t b = centers[c] + d - 3u;
+        if (b > 0x7F800000u) continue; /* below +0 (wrapped) */
+        check_f16_at(b);
+        check_f16_at(b | 0x80000000u);
+      }
+  }
+  const uint32_t edges[] = {0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x33000000, 0x33000001, 0x337FFFFF,
+                            0x387FC000, 0x387FE000, 0x38800000, 0x477FE000, 0x477FEFFF, 0x477FF000, 0x47800000,
+                            0x7F7FFFFF, 0x7F800000, 0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0x7FBFFFFF};
+  for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i) {
+    check_f16_at(edges[i]);
+    check_f16_at(edges[i] | 0x80000000u);
+  }
+}
+
+static void check_f16_to_f32(void) {
+  for (uint32_t h = 0; h <= 0xFFFFu; ++h) {
+    _Float16 x;
+    const uint16_t h16 = (uint16_t)h;
+    memcpy(&x, &h16, 2);
+    const float got = rngx_f16_to_f32(h16), want = (float)x;
+    if (is_f16_nan(h16)) {
+      CHECK(isnan(got) && !!signbit(got) == (h >> 15));
+    } else if (!CHECK(rngx_f32_bits(got) == rngx_f32_bits(want))) {
+      printf("    f16 0x%04x -> 0x%08x, want 0x%08x\n", h, rngx_f32_bits(got), rngx_f32_bits(want));
+    }
+  }
+}
+
+/* Round to nearest even by picking the nearer of the two bfloat16 neighbours in double arithmetic. The
+ * neighbour above the largest finite value is 2^128 (IEEE rounds as if the exponent were unbounded, and a
+ * result past the largest finite value is inf). */
+static uint16_t reference_bf16(float f) {
+  const uint32_t bits = rngx_f32_bits(f);
+  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u), down = (uint16_t)((bits >> 16) & 0x7FFFu);
+  if (down == 0x7F80u) return (uint16_t)(sign | down); /* inf */
+  const double a = fabs((double)f), lo = rngx_bf16_to_f32(down);
+  const double hi = down == 0x7F7Fu ? ldexp(1.0, 128) : rngx_bf16_to_f32((uint16_t)(down + 1));
+  const double below = a - lo, above = hi - a; /* both exact in double */
+  const int up = above < below || (above == below && (down & 1u));
+  return (uint16_t)(sign | (down + up));
+}
+
+static void check_bf16_at(uint32_t bits) {
+  const float f = rngx_bits_f32(bits);
+  const uint16_t got = rngx_f32_to_bf16(f);
+  if (isnan(f)) {
+    if (!CHECK(is_bf16_nan(got) && (got >> 15) == (bits >> 31))) printf("    f32 0x%08x -> 0x%04x\n", bits, got);
+  } else {
+    const uint16_t want = reference_bf16(f);
+    if (!CHECK(got == want)) printf("    f32 0x%08x -> 0x%04x, want 0x%04x\n", bits, got, want);
+  }
+}
+
+static void check_f32_to_bf16(void) {
+  for (uint64_t b = 0; b <= UINT32_MAX; b += SAMPLE_STRIDE) check_bf16_at((uint32_t)b);
+  /* For every upper half: exact values, just below/at/above the midpoint, and just below the next value. */
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+  for (uint32_t top = 0; top <= 0xFFFFu; ++top)
+    for (size_t i = 0; i < sizeof lows / sizeof lows[0]; ++i) check_bf16_at(top << 16 | lows[i]);
+  CHECK(rngx_f32_to_bf16(rngx_bits_f32(0x7F7FFFFFu)) == 0x7F80u); /* max finite float32 overflows to inf */
+  CHECK(rngx_f32_to_bf16(rngx_bits_f32(0x7F7F7FFFu)) == 0x7F7Fu); /* ... but not below the midpoint */
+  CHECK(rngx_f32_to_bf16(-0.0f) == 0x8000u);
+  CHECK(rngx_f32_to_bf16(rngx_bits_f32(0x00008000u)) == 0x0000u); /* subnormal tie to even: down */
+  CHECK(rngx_f32_to_bf16(rngx_bits_f32(0x00018000u)) == 0x0002u); /* subnormal tie to even: up */
+  CHECK(is_bf16_nan(rngx_f32_to_bf16(rngx_bits_f32(0x7F800001u)))); /* a NaN must not truncate to inf */
+}
+
+/* u = (w & mask) * 2^-bits exactly, so the largest word gives 1 - 2^-bits < 1, also once in the target type. */
+static void check_uniform_formulas(void) {
+  const uint32_t words[] = {0, 1, 0x7FF, 0x800, 0xFF, 0x100, 0xFFFFFF, 0x1000000, 0x80000000u, 0xDEADBEEFu,
+                            0xFFFFFFFFu};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i) {
+    const uint32_t w = words[i];
+    CHECK(rngx_u24(w) == (double)(w % 16777216u) / 16777216.0);
+    CHECK(rngx_u11(w) == (double)(w % 2048u) / 2048.0);
+    CHECK(rngx_u8(w) == (double)(w % 256u) / 256.0);
+    CHECK(rngx_u24(w) < 1.0f && rngx_u11(w) < 1.0f && rngx_u8(w) < 1.0f);
+    CHECK(rngx_f16_to_f32(rngx_f32_to_f16(rngx_u11(w))) == rngx_u11(w)); /* exact in float16 */
+    CHECK(rngx_bf16_to_f32(rngx_f32_to_bf16(rngx_u8(w))) == rngx_u8(w)); /* exact in bfloat16 */
+  }
+  CHECK(rngx_u24(0xFFFFFFFFu) == 1.0f - 0x1p-24f);
+  CHECK(rngx_f32_to_f16(rngx_u11(0xFFFFFFFFu)) == 0x3BFFu);  /* 1 - 2^-11 */
+  CHECK(rngx_f32_to_bf16(rngx_u8(0xFFFFFFFFu)) == 0x3F7Fu); /* 1 - 2^-8 */
+  /* u53: the low 53 bits of (w1 << 32 | w0). */
+  CHECK(rngx_u53(0, 0) == 0.0);
+  CHECK(rngx_u53(1, 0) == 0x1p-53);
+  CHECK(rngx_u53(0, 1) == 0x1p-21);
+  CHECK(rngx_u53(0, 0x200000u) == 0.0); /* bit 53 is dropped */
+  CHECK(rngx_u53(0xFFFFFFFFu, 0xFFFFFFFFu) == 1.0 - 0x1p-53);
+  CHECK(rngx_u53(0xFFFFFFFFu, 0xFFFFFFFFu) < 1.0);
+  CHECK(rngx_u53(0x89ABCDEFu, 0x01234567u) == (double)0x0003456789ABCDEFull * 0x1p-53); /* w1 & 0x1FFFFF */
+}
+
+int main(int argc, char **argv) {
+  const int exhaustive = argc > 1 && strcmp(argv[1], "--exhaustive") == 0;
+  check_f32_to_f16(exhaustive);
+  check_f16_to_f32();
+  check_f32_to_bf16();
+  check_uniform_formulas();
+  return check_summary();
+}

@@ -1,0 +1,205 @@
+"""One class per op: values against the independent reference, layouts, edge cases, opcheck."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import DTYPE_NAMES, FLOAT_DTYPES, layouts, make_state
+from reference import element_words, u24, u_float
+
+from torch_rngx import functional as F
+from torch_rngx import ops
+
+SEED, OFFSET = 0x9E3779B97F4A7C15, 6  # an unaligned offset
+
+
+def to_dtype(values, dtype):
+    """float32/float64 NumPy values rounded once (to nearest even) to `dtype`."""
+    return torch.from_numpy(np.ascontiguousarray(values)).to(dtype)
+
+
+def ref_words(numel, dtype):
+    return element_words(SEED, OFFSET, numel, 2 if dtype == torch.float64 else 1)
+
+
+def ref_uniform(shape, dtype, low, high):
+    u = u_float(ref_words(math.prod(shape), dtype), DTYPE_NAMES[dtype])
+    if dtype == torch.float64:
+        return to_dtype(low + u * (high - low), dtype).reshape(shape)
+    return to_dtype(np.float32(low) + u * np.float32(high - low), dtype).reshape(shape)
+
+
+def ref_u(x):
+    """The u that quantize_noise and dropout use: 24 bits for <= 32-bit types, 53 for float64."""
+    w = ref_words(x.numel(), x.dtype)
+    return u_float(w, "float64") if x.dtype == torch.float64 else u24(w)
+
+
+def compute_type(x):
+    return np.float64 if x.dtype == torch.float64 else np.float32
+
+
+def ref_noise(x, half):
+    ct = compute_type(x)
+    xs = x.to(torch.float64 if ct is np.float64 else torch.float32).contiguous().view(-1).numpy()
+    noise = ct(-half) + ref_u(x) * ct(2 * half)
+    return to_dtype(xs + noise, x.dtype).reshape(x.shape)
+
+
+def ref_dropout(x, p):
+    ct = compute_type(x)
+    xs = x.to(torch.float64 if ct is np.float64 else torch.float32).contiguous().view(-1).numpy()
+    keep = ref_u(x).astype(np.float64) >= p
+    scaled = xs * ct(1.0 / (1.0 - p)) if p < 1 else np.zeros_like(xs)
+    return to_dtype(np.where(keep, scaled, ct(0)), x.dtype).reshape(x.shape)
+
+
+STATE = make_state(SEED, OFFSET)
+
+
+class TestBits:
+    def test_shape_dtype_and_range(self):
+        out = F.bits((5, 0, 2), STATE)
+        assert out.shape == (5, 0, 2) and out.dtype == torch.int64
+        out = F.bits((64, 64), STATE)
+        assert 0 <= int(out.min()) and int(out.max()) < 2**32
+
+    def test_opcheck(self):
+        torch.library.opcheck(ops.bits.default, ([3, 5], STATE))
+
+
+class TestUniform:
+    @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+    @pytest.mark.parametrize("low,high", [(0.0, 1.0), (-2.5, 7.25), (1e-3, 1e-3 + 1e-6), (-1e4, 1e4), (3.0, 3.0)])
+    def test_equals_reference(self, dtype, low, high):
+        like = torch.empty(3, 40, dtype=dtype)
+        expected = ref_uniform((3, 40), dtype, low, high)
+        assert torch.equal(F.uniform(like, STATE, low, high), expected)
+
+    @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+    def test_unit_interval_is_half_open_in_the_type(self, dtype):
+        u = F.uniform(torch.empty(1 << 16, dtype=dtype), make_state(3, 0))
+        assert float(u.min()) >= 0 and float(u.max()) < 1
+
+    @pytest.mark.parametrize("name,like", layouts().items())
+    def test_layout_invariance(self, name, like):
+        out = F.uniform(like, STATE)
+        assert out.stride() == torch.empty_like(like).stride()
+        assert torch.equal(out, F.uniform(like.contiguous(), STATE))
+
+    def test_dtype_override(self):
+        out = F.uniform(torch.empty(7, dtype=torch.float16), STATE, dtype=torch.float64)
+        assert out.dtype == torch.float64 and torch.equal(out, ref_uniform((7,), torch.float64, 0.0, 1.0))
+
+    def test_does_not_modify_state_and_is_repeatable(self):
+        state = STATE.clone()
+        a, b = F.uniform(torch.empty(9), state), F.uniform(torch.empty(9), state)
+        assert torch.equal(a, b) and torch.equal(state, STATE)
+
+    def test_not_differentiable(self):
+        x = torch.randn(3, requires_grad=True)
+        assert not F.uniform(x, STATE).requires_grad
+
+    def test_opcheck(self):
+        torch.library.opcheck(ops.uniform.default, (torch.randn(4, 3).t(), STATE, -1.0, 1.0, None))
+
+
+class TestQuantizeNoise:
+    @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+    @pytest.mark.parametrize("half", [0.5, 0.0, 3.75])
+    def test_equals_reference(self, dtype, half):
+        x = (torch.randn(6, 50, generator=torch.Generator().manual_seed(0)) * 4).to(dtype)
+        assert torch.equal(F.quantize_noise(x, STATE, half), ref_noise(x, half))
+
+    def test_noise_is_within_half(self):
+        x = torch.zeros(1 << 14)
+        y = F.quantize_noise(x, STATE, 0.5)
+        assert float(y.min()) >= -0.5 and float(y.max()) < 0.5
+
+    @pytest.mark.parametrize("name,x", layouts().items())
+    def test_layout_invariance(self, name, x):
+        out = F.quantize_noise(x, STATE)
+        assert out.stride() == torch.empty_like(x).stride()
+        assert torch.equal(out, F.quantize_noise(x.contiguous(), STATE))
+
+    def test_same_noise_for_float16_and_float32(self):
+        x = torch.zeros(100)
+        assert torch.equal(F.quantize_noise(x.half(), STATE), F.quantize_noise(x, STATE).half())
+
+    def test_gradient_is_identity(self):
+        x = torch.randn(4, 5, requires_grad=True)
+        g = torch.randn(4, 5)
+        F.quantize_noise(x, STATE).backward(g)
+        assert torch.equal(x.grad, g)
+
+    def test_nan_and_inf_propagate(self):
+        y = F.quantize_noise(torch.tensor([float("nan"), float("inf"), -float("inf")]), STATE)
+        assert math.isnan(y[0]) and y[1] == float("inf") and y[2] == -float("inf")
+
+    def test_empty_and_zero_dim(self):
+        assert F.quantize_noise(torch.empty(0, 3), STATE).shape == (0, 3)
+        x = torch.tensor(2.0)
+        assert F.quantize_noise(x, STATE).shape == () and torch.equal(F.quantize_noise(x, STATE), ref_noise(x, 0.5))
+
+    def test_opcheck(self):
+        x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last).requires_grad_()
+        torch.library.opcheck(ops.quantize_noise.default, (x, STATE, 0.5))
+
+
+class TestDropout:
+    @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+    @pytest.mark.parametrize("p", [0.0, 0.1, 0.5, 0.9, 1.0])
+    def test_equals_reference(self, dtype, p):
+        x = torch.randn(6, 50, generator=torch.Generator().manual_seed(1)).to(dtype)
+        assert torch.equal(F.dropout(x, STATE, p), ref_dropout(x, p))
+
+    def test_p0_is_a_copy_and_p1_gives_zeros(self):
+        x = torch.randn(100)
+        assert torch.equal(F.dropout(x, STATE, 0.0), x)
+        assert torch.equal(F.dropout(x, STATE, 1.0), torch.zeros(100))
+
+    def test_same_mask_for_float16_and_float32(self):
+        x = torch.ones(1000)
+        assert torch.equal(F.dropout(x.half(), STATE, 0.3) == 0, F.dropout(x, STATE, 0.3) == 0)
+
+    @pytest.mark.parametrize("name,x", layouts().items())
+    def test_layout_invariance(self, name, x):
+        out = F.dropout(x, STATE, 0.4)
+        assert out.stride() == torch.empty_like(x).stride()
+        assert torch.equal(out, F.dropout(x.contiguous(), STATE, 0.4))
+
+    @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+    def test_backward_recomputes_the_mask(self, dtype):
+        x = torch.randn(8, 33).to(dtype).requires_grad_()
+        y = F.dropout(x, STATE, 0.35)
+        g = torch.randn(8, 33).to(dtype)
+        y.backward(g)
+        assert torch.equal(x.grad, ref_dropout(g, 0.35))
+
+    def test_backward_saves_only_the_state(self):
+        x = torch.randn(1000, requires_grad=True)
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+            F.dropout(x, STATE, 0.5)
+        assert [tuple(t.shape) for t in saved] == [(2,)] and saved[0].dtype == torch.int64
+
+    def test_nan_propagates_where_kept(self):
+        y = F.dropout(torch.full((64,), float("nan")), STATE, 0.5)
+        kept = F.dropout(torch.ones(64), STATE, 0.5) != 0
+        assert bool(torch.isnan(y[kept]).all()) and bool((y[~kept] == 0).all())
+
+    def test_opcheck(self):
+        x = torch.randn(5, 4).t().requires_grad_()
+        torch.library.opcheck(ops.dropout.default, (x, STATE, 0.25))
+
+
+class TestSeedState:
+    def test_follows_torch_manual_seed(self):
+        torch.manual_seed(32)
+        a, b = ops.seed_state(), ops.seed_state()
+        torch.manual_seed(32)
+        assert torch.equal(ops.seed_state(), a) and torch.equal(ops.seed_state(), b)
+        assert not torch.equal(a, b) and a[1] == 0
+
+    def test_opcheck(self):
+        torch.library.opcheck(ops.seed_state.default, ())
