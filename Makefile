@@ -12,13 +12,13 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest demo bench stats sanitize cuda-build-check clean
+.PHONY: all setup build test ctest pytest demo bench stats huge sanitize cuda-build-check clean
 
 all: build
 
 $(VENV)/.stamp:
 	$(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy pytest hypothesis matplotlib
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy pytest hypothesis matplotlib scipy
 	touch $@
 
 setup: $(VENV)/.stamp
@@ -33,9 +33,16 @@ tests/c/bin/%: tests/c/%.c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
 	@mkdir -p tests/c/bin
 	$(CC) $(C_TEST_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(KERNELS) -lm
 
-ctest: $(C_TESTS)
+# The C tests also built with -DRNGX_SCALAR_ONLY: the portable Philox alone, as on a CPU without AVX2.
+SCALAR_TESTS := $(patsubst tests/c/bin/%,tests/c/bin/scalar/%,$(C_TESTS))
+
+tests/c/bin/scalar/%: tests/c/%.c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
+	@mkdir -p tests/c/bin/scalar
+	$(CC) $(C_TEST_FLAGS) -DRNGX_SCALAR_ONLY -o $@ $< $(KERNELS) -lm
+
+ctest: $(C_TESTS) $(SCALAR_TESTS)
 	@$(if $(RANDOM123),echo "Random123 found: the C tests cross-check against it.",echo "NOTE: Random123 (librandom123-dev) is not installed: the C tests skip the cross-check against it.")
-	@set -e; for t in $(C_TESTS); do echo "== $$t"; $$t; done
+	@set -e; for t in $(C_TESTS) $(SCALAR_TESTS); do echo "== $$t"; $$t; done
 
 # The same C tests under ASan+UBSan (issue 5); the first report fails the run. Binaries in tests/c/bin/san/.
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -53,8 +60,39 @@ pytest: $(SO)
 
 test: ctest pytest
 
+# Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values; a
+# .venv made before scipy joined the list gets it here). huge: real tensors past 2^31 and 2^32 elements
+# (~10 GiB of memory, minutes).
+stats: $(SO)
+	@$(PYTHON) -c "import scipy" 2>/dev/null || $(PYTHON) -m pip install -q scipy
+	$(PYTHON) tests/stats_independence.py
+
+huge: $(SO)
+	RNGX_HUGE=1 $(PYTHON) -m pytest -q tests/test_huge.py
+
 demo: $(SO)
-	$(PYTHON) examples/demo.py
+	cd examples && ../$(PYTHON) demo.py
+
+# CPU speed against torch (docs/performance.md): a table on stdout, benchmarks/out/bench.{json,png}.
+bench: $(SO)
+	$(PYTHON) benchmarks/bench.py
+
+# The CUDA kernels, run on the CPU through a stand-in runtime (tests/cuda_emu), must write the C kernels' bytes.
+# Needs only a C++ compiler; binaries in tests/c/bin/emu/.
+.PHONY: cuda-emu
+EMU_DIR := tests/c/bin/emu
+EMU_OBJS := $(patsubst csrc/kernels/%.c,$(EMU_DIR)/%.o,$(KERNELS))
+
+$(EMU_DIR)/%.o: csrc/kernels/%.c $(wildcard csrc/kernels/*.h)
+	@mkdir -p $(EMU_DIR)
+	$(CC) -std=c11 -O2 -ffp-contract=off -Icsrc -c -o $@ $<
+
+$(EMU_DIR)/test_cuda_emu: tests/cuda_emu/test_cuda_emu.cpp tests/cuda_emu/cuda_runtime.h $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh csrc/kernels/*.h) $(EMU_OBJS)
+	$(CXX) -std=c++17 -O2 -ffp-contract=off -Wall -Wextra -Wno-unknown-pragmas -Itests/cuda_emu -Icsrc/kernels -Itests/c \
+	  -o $@ -x c++ csrc/kernels/ops_cuda.cu -x none tests/cuda_emu/test_cuda_emu.cpp $(EMU_OBJS) -lm
+
+cuda-emu: $(EMU_DIR)/test_cuda_emu
+	$<
 
 # The CUDA path, proven to compile and link without a GPU (CI). It gets its own venv with torch's CUDA build
 # (~5.5 GB, from the local wheel store) and its own build folder, so .venv and torch_rngx/_C.abi3.so are never
@@ -68,8 +106,11 @@ $(CUDA_VENV)/.stamp:
 	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" setuptools wheel numpy pytest
 	touch $@
 
-cuda-build-check: $(CUDA_VENV)/.stamp
-	USE_CUDA=1 $(CUDA_VENV)/bin/python setup.py -q build --build-base $(CUDA_BUILD) --build-lib $(CUDA_BUILD)/lib
+# --force: setuptools alone would miss a change to a header.
+$(CUDA_BUILD)/lib/$(SO): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh csrc/*.h) $(wildcard torch_rngx/*.py)
+	USE_CUDA=1 $(CUDA_VENV)/bin/python setup.py -q build --force --build-base $(CUDA_BUILD) --build-lib $(CUDA_BUILD)/lib
+
+cuda-build-check: cuda-emu $(CUDA_BUILD)/lib/$(SO)
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py
 
 clean:

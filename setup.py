@@ -21,15 +21,18 @@ CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 
 
 def _cuda_home():
-    """The CUDA path is built when torch is a CUDA build and nvcc exists; USE_CUDA=0/1 forces the choice."""
+    """The CUDA path is built when torch is a CUDA build and nvcc exists; USE_CUDA=0/1 forces the choice.
+    The toolkit is the first of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and torch's guess that has both
+    bin/nvcc and lib64 (torch's guess from an nvcc wrapper script on PATH can lack lib64)."""
     force = os.environ.get("USE_CUDA", "")
-    home = tce.CUDA_HOME  # None for a CPU build of torch
-    nvcc_ok = home is not None and os.path.exists(os.path.join(home, "bin", "nvcc"))
     if force == "0":
         return None
-    if force == "1" and not nvcc_ok:
-        sys.exit(f"USE_CUDA=1, but torch {torch.__version__} is not a CUDA build or nvcc was not found (CUDA_HOME={home})")
-    return home if nvcc_ok else None
+    homes = (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda", tce.CUDA_HOME)
+    found = [h for h in homes if h and os.path.exists(os.path.join(h, "bin", "nvcc")) and os.path.isdir(os.path.join(h, "lib64"))]
+    home = found[0] if found and torch.version.cuda else None
+    if force == "1" and home is None:
+        sys.exit(f"USE_CUDA=1, but torch {torch.__version__} is not a CUDA build or no CUDA toolkit (nvcc) was found")
+    return home
 
 
 CUDA_HOME = _cuda_home()

@@ -19,6 +19,7 @@ using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
 
 inline void check_state_dtype_shape(const Tensor& state) {
+  STD_TORCH_CHECK(state.defined(), "rngx: state must be a tensor, got None");
   STD_TORCH_CHECK(state.scalar_type() == ScalarType::Long, "rngx: state must be an int64 tensor");
   STD_TORCH_CHECK(state.dim() == 1 && state.size(0) == 2, "rngx: state must have shape (2,) = [seed, offset]");
 }
@@ -39,17 +40,30 @@ inline rngx_dtype float_dtype(ScalarType t, const char* arg) {
 }
 
 inline void check_size(const std::vector<int64_t>& size) {
-  for (int64_t n : size) STD_TORCH_CHECK(n >= 0, "rngx.bits: size must be non-negative, got ", n);
+  int64_t bytes = 8;  // an int64 output: its byte count must fit in int64 too
+  for (int64_t n : size) {
+    STD_TORCH_CHECK(n >= 0, "rngx.bits: size must be non-negative, got ", n);
+    STD_TORCH_CHECK(!__builtin_mul_overflow(bytes, n, &bytes), "rngx.bits: size has too many elements");
+  }
 }
 
-inline void check_interval(double low, double high) {
+// A double that rounds to a finite float32: below FLT_MAX + half its ulp (the tie rounds to infinity).
+inline bool finite_as_float(double v) { return std::fabs(v) < 0x1.ffffffp+127; }
+
+// <= 32-bit types compute in float32, so there low, high and high - low must be finite in float32.
+inline void check_interval(double low, double high, rngx_dtype dt) {
   STD_TORCH_CHECK(std::isfinite(low) && std::isfinite(high) && std::isfinite(high - low),
                   "rngx.uniform: low, high and high - low must be finite");
+  STD_TORCH_CHECK(dt == RNGX_FLOAT64 || (finite_as_float(low) && finite_as_float(high) && finite_as_float(high - low)),
+                  "rngx.uniform: low, high and high - low must be finite in float32, the compute type of ",
+                  "float32, float16 and bfloat16, got low=", low, ", high=", high);
   STD_TORCH_CHECK(low <= high, "rngx.uniform: low must be <= high, got low=", low, ", high=", high);
 }
 
-inline void check_half(double half) {
+inline void check_half(double half, rngx_dtype dt) {
   STD_TORCH_CHECK(std::isfinite(half) && half >= 0, "rngx.quantize_noise: half must be finite and >= 0, got ", half);
+  STD_TORCH_CHECK(dt == RNGX_FLOAT64 ? std::isfinite(2 * half) : finite_as_float(2 * half),
+                  "rngx.quantize_noise: half is too large: 2 * half must be finite in the compute type, got ", half);
 }
 
 inline void check_probability(double p) {

@@ -25,8 +25,9 @@ void run_parallel(const Tensor& out, const Kernel& kernel) {
   torch::stable::parallel_for(0, out.numel(), kGrain, [&](int64_t begin, int64_t end) { kernel(begin, end); });
 }
 
-void check_input(const Tensor& x) {
-  STD_TORCH_CHECK(x.is_cpu(), "rngx: x must be on the CPU, like state");
+void check_input(const Tensor& x, const char* name = "x") {
+  STD_TORCH_CHECK(x.defined(), "rngx: ", name, " must be a tensor, got None");
+  STD_TORCH_CHECK(x.is_cpu(), "rngx: ", name, " must be on the CPU, like state");
 }
 
 Tensor bits(std::vector<int64_t> size, Tensor state) {
@@ -40,9 +41,9 @@ Tensor bits(std::vector<int64_t> size, Tensor state) {
 
 Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
   check_state(state);
-  check_input(like);
+  check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  check_interval(low, high);
+  check_interval(low, high, dt);
   Tensor out = empty_like(like, dtype);
   const rngx_job job = make_job(state, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, low, high, b, e); });
@@ -53,7 +54,7 @@ Tensor quantize_noise(Tensor x, Tensor state, double half) {
   check_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  check_half(half);
+  check_half(half, dt);
   Tensor out = empty_like(x, std::nullopt);
   const rngx_job job = make_job(state, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, half, b, e); });

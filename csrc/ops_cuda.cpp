@@ -64,7 +64,7 @@ Tensor bits(std::vector<int64_t> size, Tensor state) {
 Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
   check_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  check_interval(low, high);
+  check_interval(low, high, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
@@ -76,7 +76,7 @@ Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional
 Tensor quantize_noise(Tensor x, Tensor state, double half) {
   check_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  check_half(half);
+  check_half(half, dt);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);

@@ -88,7 +88,7 @@ def round_to_bits(v, dtype):
         return f32_to_bf16_bits(v)
 
 
-def _u_op(seed, offset, numel, dtype):
+def op_u(seed, offset, numel, dtype):
     """The u of quantize_noise and dropout: 24 bits in float32 for <= 32-bit types, 53 bits for float64."""
     w = element_words(seed, offset, numel, _WORDS_PER_ELEMENT[dtype])
     return u_float(w, "float64") if dtype == "float64" else u24(w)
@@ -96,7 +96,17 @@ def _u_op(seed, offset, numel, dtype):
 
 def uniform_ref(seed, offset, numel, dtype, low, high):
     """low + u * (high - low): rounded multiply, then rounded add, in float32 (float64 for 'float64')."""
-    u = u_float(element_words(seed, offset, numel, _WORDS_PER_ELEMENT[dtype]), dtype)
+    return uniform_from_words(element_words(seed, offset, numel, _WORDS_PER_ELEMENT[dtype]), dtype, low, high)
+
+
+def element_words_at(seed, offset, indices, dtype):
+    """(len(indices), k) array: the words of the elements at these logical indices, for a call at offset."""
+    k = _WORDS_PER_ELEMENT[dtype]
+    return words_at(seed, [offset + k * int(i) + j for i in indices for j in range(k)]).reshape(-1, k)
+
+
+def uniform_from_words(w, dtype, low, high):
+    u = u_float(w, dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         if dtype == "float64":
             return round_to_bits(np.float64(low) + u * np.float64(high - low), dtype)
@@ -105,7 +115,7 @@ def uniform_ref(seed, offset, numel, dtype, low, high):
 
 def quantize_noise_ref(x, seed, offset, dtype, half):
     """x + (-half + u * 2 half), x given as its float32 (float64) values in logical order."""
-    u = _u_op(seed, offset, len(x), dtype)
+    u = op_u(seed, offset, len(x), dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         if dtype == "float64":
             return round_to_bits(np.asarray(x, np.float64) + (np.float64(-half) + u * np.float64(2 * half)), dtype)
@@ -114,7 +124,12 @@ def quantize_noise_ref(x, seed, offset, dtype, half):
 
 def dropout_mask_ref(seed, offset, numel, dtype, p):
     """True where the element is kept: u >= p, compared exactly."""
-    return _u_op(seed, offset, numel, dtype).astype(np.float64) >= p
+    return op_u(seed, offset, numel, dtype).astype(np.float64) >= p
+
+
+def dropout_mask_from_words(w, dtype, p):
+    u = u_float(w, "float64") if dtype == "float64" else u24(w)
+    return u.astype(np.float64) >= p
 
 
 def dropout_ref(x, seed, offset, dtype, p):
@@ -124,3 +139,20 @@ def dropout_ref(x, seed, offset, dtype, p):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         scale = ct(1.0 / (1.0 - p)) if p < 1 else ct(0)
         return round_to_bits(np.where(keep, np.asarray(x, ct) * scale, ct(0)), dtype)
+
+
+def words_at(seed, indices):
+    """Words at arbitrary word indices (taken mod 2^64) of seed's stream, as a uint64 array."""
+    n = np.asarray([i % (1 << 64) for i in indices], dtype=np.uint64)
+    if n.size == 0:
+        return np.zeros(0, np.uint64)
+    block, lane = n >> np.uint64(2), n & np.uint64(3)
+    c = [block & np.uint64(MASK32), block >> np.uint64(32), np.zeros_like(block), np.zeros_like(block)]
+    k0, k1 = (seed % (1 << 64)) & MASK32, (seed % (1 << 64)) >> 32
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + W0) & MASK32, (k1 + W1) & MASK32
+        p0, p1 = np.uint64(M0) * c[0], np.uint64(M1) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0), p1 & np.uint64(MASK32),
+             (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1), p0 & np.uint64(MASK32)]
+    return np.choose(lane.astype(np.int64), c).astype(np.uint64)

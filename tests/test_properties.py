@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import reference as ref
@@ -255,6 +255,21 @@ def test_dropout_equals_reference(xb, st_, p):
     assert_untouched(snap)
     want = ref.dropout_ref(logical_values(x), seed, offset, NAME[x.dtype], p)
     assert_same_bits(logical_bits(out), want, x.dtype, f"dropout p={p!r}")
+
+
+@PROFILE
+@given(xb=tensors(specials=False), st_=states(), data=st.data())
+def test_dropout_keeps_an_element_whose_u_equals_p(xb, st_, data):
+    """The boundary: keep iff u >= p, so p set to one element's own u keeps that element."""
+    x, _ = xb
+    assume(x.numel() > 0)
+    seed, offset, state, _ = st_
+    name = NAME[x.dtype]
+    j = data.draw(st.integers(0, x.numel() - 1))
+    p = float(ref.op_u(seed, offset, x.numel(), name)[j])
+    out = F.dropout(x, state, p)
+    assert_same_bits(logical_bits(out), ref.dropout_ref(logical_values(x), seed, offset, name, p), x.dtype, f"p={p!r}")
+    assert logical_values(out)[j] != 0 or logical_values(x)[j] == 0, "the element whose u equals p was dropped"
 
 
 @PROFILE

@@ -32,13 +32,19 @@ def float_dtype(dtype, name):
         raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got {dtype}")
 
 
+def strided(x, name):
+    """A plain dense tensor: not sparse, mkldnn or nested, and within the kernels' dims."""
+    tensor(x, name)
+    if x.layout != torch.strided or x.is_nested:
+        raise ValueError(f"{name} must be a strided (dense) tensor, got layout {x.layout}{' (nested)' * x.is_nested}")
+    if x.dim() > MAX_DIMS:
+        raise ValueError(f"{name} may have at most {MAX_DIMS} dims, got {x.dim()}")
+
+
 def float_tensor(x, name="x"):
     tensor(x, name)
     float_dtype(x.dtype, f"{name}'s dtype")
-    if x.layout != torch.strided:
-        raise ValueError(f"{name} must be a strided (dense) tensor, got layout {x.layout}")
-    if x.dim() > MAX_DIMS:
-        raise ValueError(f"{name} may have at most {MAX_DIMS} dims, got {x.dim()}")
+    strided(x, name)
 
 
 def same_device(x, s, name="x"):
@@ -49,11 +55,18 @@ def same_device(x, s, name="x"):
         raise ValueError(f"{name} is on {x.device} but state is on {s.device}")
 
 
+def _as_float(v, name):
+    try:
+        return float(v)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be finite, got an int too large for a float") from None
+
+
 def real(v, name):
     """A finite Python number (not a bool, not a tensor); returns it as float."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
-    v = float(v)
+    v = _as_float(v, name)
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
     return v
@@ -62,25 +75,40 @@ def real(v, name):
 def probability(p, name="p"):
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(p).__name__}")
-    p = float(p)
+    p = _as_float(p, name)
     if not 0.0 <= p <= 1.0:  # also rejects NaN
         raise ValueError(f"{name} must be in [0, 1], got {p}")
     return p
 
 
-def half_width(half, name="half"):
+# Below FLT_MAX plus half its ulp a double rounds to a finite float32 (the tie rounds to infinity).
+_FLOAT32_LIMIT = float.fromhex("0x1.ffffffp+127")
+
+
+def _finite_in(v, dtype):
+    """v is finite in the compute type of dtype: float64 for float64, float32 for the others."""
+    return math.isfinite(v) and (dtype in (None, torch.float64) or abs(v) < _FLOAT32_LIMIT)
+
+
+def half_width(half, name="half", dtype=None):
     half = real(half, name)
     if half < 0:
         raise ValueError(f"{name} must be >= 0, got {half}")
+    if not _finite_in(2 * half, dtype):
+        raise ValueError(f"{name} is too large: 2 * {name} must be finite in the compute type of {dtype}, got {half}")
     return half
 
 
-def interval(low, high):
+def interval(low, high, dtype=None):
+    """low <= high, all finite; for <= 32-bit dtypes also finite in float32, the type the math runs in."""
     low, high = real(low, "low"), real(high, "high")
     if low > high:
         raise ValueError(f"low must be <= high, got low={low}, high={high}")
     if not math.isfinite(high - low):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
+    if not all(_finite_in(v, dtype) for v in (low, high, high - low)):
+        raise ValueError(f"low, high and high - low must be finite in float32 (the compute type of {dtype}), "
+                         f"got low={low}, high={high}")
     return low, high
 
 
@@ -94,8 +122,10 @@ def size(sz, name="size"):
     for n in sz:
         if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
             raise TypeError(f"{name} must be a sequence of ints, got an element {n!r}")
-        if isinstance(n, int) and n < 0:
-            raise ValueError(f"{name} must be non-negative, got {n}")
+        if isinstance(n, int) and not 0 <= n < 1 << 63:
+            raise ValueError(f"{name} must hold non-negative int64 values, got {n}")
     if len(sz) > MAX_DIMS:
         raise ValueError(f"{name} may have at most {MAX_DIMS} dims, got {len(sz)}")
+    if all(isinstance(n, int) for n in sz) and math.prod(sz) * 8 >= 1 << 63:
+        raise ValueError(f"{name} {tuple(sz)} has too many elements for an int64 tensor")
     return list(sz)

@@ -6,6 +6,8 @@ compiled and exported code compute the same bits. The one exception is `seed_sta
 seed from torch's default CPU generator; it is tagged nondeterministic_seeded so no compiler pass
 deduplicates or drops it.
 """
+import threading
+
 import torch
 
 from . import _checks
@@ -16,6 +18,9 @@ _lib.define("uniform(Tensor like, Tensor state, float low, float high, ScalarTyp
 _lib.define("quantize_noise(Tensor x, Tensor state, float half) -> Tensor")
 _lib.define("dropout(Tensor x, Tensor state, float p) -> Tensor")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
+# Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
+# them: an ordered effect threads a token through every call, in program order.
+_lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
 
 from . import _C  # noqa: E402,F401  (registers the CPU kernels of the ops defined above)
 
@@ -91,15 +96,25 @@ torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_contex
 # ---- take_: a Generator's step. Returns the state for one call and advances the offset in place ----
 # A custom op, not clone() + add_(): a compiled backward must save this snapshot, never the mutated state
 # (AOTAutograd would otherwise recompute the clone from the generator's state after it advanced).
+# The lock makes the read and the advance one step, so threads sharing a Generator never get the same words
+# (docs/guarantees.md, "Threads"). The op is opaque to torch.compile, so the lock is never traced.
+_take_lock = threading.Lock()
+
+
 @torch.library.custom_op("rngx::take_", mutates_args=("state",))
 def _take(state: torch.Tensor, words: int) -> torch.Tensor:
-    taken = state.clone()
-    state[1:].add_(words)  # int64 add wraps: the offset is unsigned, modulo 2^64
+    _checks.state(state)
+    if words < 0:
+        raise ValueError(f"words must be >= 0, got {words}")
+    with _take_lock:
+        taken = state.clone()
+        state[1:].add_(words)  # int64 add wraps: the offset is unsigned, modulo 2^64
     return taken
 
 
 @_take.register_fake
 def _(state, words):
+    _checks.state(state)
     return torch.empty_like(state)
 
 

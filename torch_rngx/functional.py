@@ -32,11 +32,11 @@ def bits(size, state):
 
 def uniform(like, state, low=0.0, high=1.0, *, dtype=None):
     """U[low, high) with the dtype (or `dtype`), device and strides of torch.empty_like(like)."""
-    _checks.tensor(like, "like")
+    _checks.strided(like, "like")
     _checks.state(state)
     _checks.same_device(like, state, "like")
     _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    low, high = _checks.interval(low, high)
+    low, high = _checks.interval(low, high, like.dtype if dtype is None else dtype)
     return ops.uniform(like, state, low, high, dtype)
 
 
@@ -45,7 +45,7 @@ def quantize_noise(x, state, half=0.5):
     _checks.float_tensor(x)
     _checks.state(state)
     _checks.same_device(x, state)
-    return ops.quantize_noise(x, state, _checks.half_width(half))
+    return ops.quantize_noise(x, state, _checks.half_width(half, dtype=x.dtype))
 
 
 def dropout(x, state, p):

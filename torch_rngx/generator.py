@@ -27,7 +27,9 @@ class Generator:
     advances the offset in place, so the call sequence is the same eager, compiled and exported.
 
     Generator(seed=None) draws its seed from torch's default CPU generator, so torch.manual_seed makes it
-    reproducible. A Generator is not thread-safe: give each thread its own (see clone()).
+    reproducible. Threads may share a Generator in eager mode: each call takes its own words (a lock in
+    rngx::take_), in an order that depends on scheduling; for reproducible values, or in compiled code, give
+    each thread its own (docs/guarantees.md, "Threads").
     """
 
     def __init__(self, seed=None, device="cpu"):
@@ -43,6 +45,8 @@ class Generator:
 
     def manual_seed(self, seed):
         """Restarts the stream of `seed` (an int in [0, 2^64)) at offset 0."""
+        if isinstance(seed, bool):  # operator.index(True) is 1: reject bools before converting
+            raise TypeError("seed must be an int, got bool")
         try:
             seed = operator.index(seed)
         except TypeError:

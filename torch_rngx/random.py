@@ -20,10 +20,10 @@ def _state_for(generator, numel, dtype):
 
 def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None):
     """U[low, high) shaped, strided and placed like torch.empty_like(x, dtype=dtype)."""
-    _checks.tensor(x, "x")
+    _checks.strided(x, "x")
+    _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
     dtype = x.dtype if dtype is None else dtype
-    _checks.float_dtype(dtype, "dtype")
-    low, high = _checks.interval(low, high)
+    low, high = _checks.interval(low, high, dtype)
     return uniform(x, _state_for(generator, x.numel(), dtype), low, high, dtype=dtype)
 
 

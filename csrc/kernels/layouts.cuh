@@ -15,6 +15,11 @@
 
 namespace rngx {
 
+// Every launch goes through this macro, so tests/cuda_emu can run the kernels on the CPU (no GPU in CI).
+#ifndef RNGX_LAUNCH
+#define RNGX_LAUNCH(kernel, grid, block, stream, ...) kernel<<<grid, block, 0, stream>>>(__VA_ARGS__)
+#endif
+
 constexpr uint64_t kBlockMask = UINT64_MAX >> 2;  // word indices wrap at 2^64, so blocks wrap at 2^62
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride beyond this
@@ -100,18 +105,27 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t i0 = 4 * g;
+    const bool full = wide && i0 + 4 <= n;
+    T x[4] = {}, y[4];
+    if constexpr (Op::kReads) {  // loads first: their latency hides behind the Philox rounds
+      if (full) {
+        load4(in + i0, x);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (i0 + j < n) x[j] = in[i0 + j];
+      }
+    }
     uint32_t w[4 * Op::K];
     fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
-    T x[4] = {}, y[4];
-    if (wide && i0 + 4 <= n) {
-      if (Op::kReads) load4(in + i0, x);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + Op::K * j);
+#pragma unroll  // constant j keeps w in registers
+    for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + Op::K * j);
+    if (full) {
       store4(out + i0, y);
     } else {
-#pragma unroll  // constant j keeps w in registers
+#pragma unroll
       for (int j = 0; j < 4; ++j)
-        if (i0 + j < n) out[i0 + j] = op(Op::kReads ? in[i0 + j] : T(), w + Op::K * j);
+        if (i0 + j < n) out[i0 + j] = y[j];
     }
   }
 }
@@ -184,7 +198,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t i0 = 4 * grp;
     uint32_t w[4 * Op::K];
     fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
-    int64_t po, pi, inner;
+    int64_t po, pi, inner = 0;
     locate(g, i0, po, pi, inner);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -249,16 +263,16 @@ int launch(const Op &op, const rngx_job *job, const int64_t *state, void *stream
   if (c.ndim == 0 || (c.ndim == 1 && c.out[0] == 1 && (!reads || c.in[0] == 1))) {
     const uintptr_t a = Wide<T>::kBytes - 1;
     const bool wide = ((uintptr_t)out & a) == 0 && (!reads || ((uintptr_t)in & a) == 0);
-    contiguous_kernel<<<blocks_for((n + 3) / 4), kThreads, 0, stream>>>(op, st, out, in, n, wide);
+    RNGX_LAUNCH(contiguous_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, n, wide);
   } else if ((c.ndim == 2 || c.ndim == 3) && c.out[c.ndim - 2] == 1 && (!reads || c.in[c.ndim - 2] == 1)) {
     const int l = c.ndim - 1;
     const Transposed g = {c.ndim == 3 ? c.sizes[0] : 1, c.sizes[l - 1], c.sizes[l], c.ndim == 3 ? c.out[0] : 0,
                           c.out[l], c.ndim == 3 ? c.in[0] : 0, c.in[l]};
     const dim3 grid(clamp_dim((g.L + kTile - 1) / kTile, INT32_MAX), clamp_dim((g.C + kTile - 1) / kTile, 65535),
                     clamp_dim(g.N, 65535));
-    transposed_kernel<<<grid, dim3(kTile, kRows), 0, stream>>>(op, st, out, in, g);
+    RNGX_LAUNCH(transposed_kernel<Op>, grid, dim3(kTile, kRows), stream, op, st, out, in, g);
   } else {
-    strided_kernel<<<blocks_for((n + 3) / 4), kThreads, 0, stream>>>(op, st, out, in, n, c);
+    RNGX_LAUNCH(strided_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, n, c);
   }
   return (int)cudaGetLastError();
 }

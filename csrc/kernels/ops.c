@@ -9,8 +9,10 @@
 #include "ops.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "convert.h"
+#include "simd.h"
 #include "stream.h"
 
 /* Words per batch: whole SIMD groups (AVX-512 fills 32 blocks = 128 words at a time), few enough that the
@@ -21,6 +23,15 @@
 #define TILE_ROWS 16
 #define TILE_WORDS 256
 
+/* The float32 loops are also built for AVX2 and AVX-512, the widest the CPU runs picked at load time (ifunc):
+ * they are plain IEEE multiplies, adds and exact conversions with no contraction, so every build gives the
+ * same bits, and the float work no longer rivals the SIMD Philox for time. */
+#if RNGX_X86_SIMD
+#define RNGX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RNGX_CLONES
+#endif
+
 int rngx_words_per_element(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 2 : 1; }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -30,126 +41,143 @@ static int64_t element_size(rngx_dtype dtype) {
   return dtype == RNGX_FLOAT16 || dtype == RNGX_BFLOAT16 ? 2 : dtype == RNGX_FLOAT32 ? 4 : 8;
 }
 
-/* ---- the ops' math on one run: n elements, out[j * so] from words w[k * j ...] (and in[j * si]) ----
- * Each loop is written once with its strides as parameters and called twice, once with literal unit strides:
- * after inlining, that copy is a plain contiguous loop the compiler vectorizes. */
+/* ---- the ops' math on one run: n elements along a row, out[j * so] (and in[j * si]) from words w[k * j ...] ----
+ * Each float32 loop is written once with its strides as parameters and called twice, once with literal unit
+ * strides: after inlining, that copy is a plain contiguous loop the compiler vectorizes. The loops take the
+ * op's parameters by value, as a store through `o` could otherwise alias them and block vectorization. */
+
+typedef struct {
+  const uint32_t *w;
+  int64_t n, so, si; /* strides in elements */
+  void *out;
+  const void *in;
+} rngx_run;
 
 typedef struct rngx_op rngx_op;
-typedef void (*rngx_run_fn)(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in,
-                            int64_t si);
+typedef void (*rngx_run_fn)(const rngx_op *op, const rngx_run *r);
 
 struct rngx_op {
   rngx_run_fn run;
   int reads_input;
   float lo, width, scale; /* <= 32-bit types: lo + u * width (uniform, noise); x * scale (dropout) */
   double lo64, width64, scale64;
-  uint32_t keep;   /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
+  uint32_t keep; /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
   uint64_t keep64;
 };
 
-static float load16(rngx_dtype dt, uint16_t h) { return dt == RNGX_FLOAT16 ? rngx_f16_to_f32(h) : rngx_bf16_to_f32(h); }
-static uint16_t store16(rngx_dtype dt, float f) { return dt == RNGX_FLOAT16 ? rngx_f32_to_f16(f) : rngx_f32_to_bf16(f); }
-
-static inline void bits_loop(const uint32_t *w, int64_t n, int64_t *o, int64_t so) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = (int64_t)w[j];
+static float load16(rngx_dtype dt, uint16_t h) {
+  return dt == RNGX_FLOAT16 ? rngx_f16_to_f32(h) : rngx_bf16_to_f32(h);
 }
 
-static void bits_run(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  (void)op, (void)in, (void)si;
-  if (so == 1) bits_loop(w, n, out, 1);
-  else bits_loop(w, n, out, so);
+static uint16_t store16(rngx_dtype dt, float f) {
+  return dt == RNGX_FLOAT16 ? rngx_f32_to_f16(f) : rngx_f32_to_bf16(f);
+}
+
+static void bits_run(const rngx_op *op, const rngx_run *r) {
+  int64_t *o = r->out;
+  (void)op;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (int64_t)r->w[j];
 }
 
 /* uniform: low + u * (high - low), multiply and add each rounded. */
-static inline void uniform_f32_loop(const rngx_op *op, const uint32_t *w, int64_t n, float *o, int64_t so) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = op->lo + rngx_u24(w[j]) * op->width;
+static inline void uniform_f32_loop(float lo, float width, const uint32_t *w, int64_t n, float *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = lo + rngx_u24(w[j]) * width;
 }
 
-static void uniform_f32(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  (void)in, (void)si;
-  if (so == 1) uniform_f32_loop(op, w, n, out, 1);
-  else uniform_f32_loop(op, w, n, out, so);
+RNGX_CLONES static void uniform_f32(const rngx_op *op, const rngx_run *r) {
+  if (r->so == 1) uniform_f32_loop(op->lo, op->width, r->w, r->n, r->out, 1);
+  else uniform_f32_loop(op->lo, op->width, r->w, r->n, r->out, r->so);
 }
 
-static void uniform_f64(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  (void)in, (void)si;
-  double *o = out;
-  for (int64_t j = 0; j < n; ++j) o[j * so] = op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64;
+static void uniform_f64(const rngx_op *op, const rngx_run *r) {
+  const uint32_t *w = r->w;
+  double *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
+    o[j * so] = op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64;
 }
 
-static void uniform_f16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  (void)in, (void)si;
-  uint16_t *o = out;
-  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_f32_to_f16(op->lo + rngx_u11(w[j]) * op->width);
+/* 11 significand bits for float16, 8 for bfloat16, so that u < 1 in the type itself. */
+static void uniform_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+  uint16_t *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
+    o[j * so] = store16(dt, op->lo + (dt == RNGX_FLOAT16 ? rngx_u11(r->w[j]) : rngx_u8(r->w[j])) * op->width);
 }
 
-static void uniform_bf16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  (void)in, (void)si;
-  uint16_t *o = out;
-  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_f32_to_bf16(op->lo + rngx_u8(w[j]) * op->width);
-}
+static void uniform_f16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_FLOAT16, op, r); }
+static void uniform_bf16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_BFLOAT16, op, r); }
 
 /* quantize_noise: x + (lo + u * width) with lo = -half, width = 2 half; float32 math for <= 32-bit types. */
-static inline void noise_f32_loop(const rngx_op *op, const uint32_t *w, int64_t n, float *o, int64_t so,
+static inline void noise_f32_loop(float lo, float width, const uint32_t *w, int64_t n, float *o, int64_t so,
                                   const float *x, int64_t si) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = x[j * si] + (op->lo + rngx_u24(w[j]) * op->width);
+  for (int64_t j = 0; j < n; ++j) o[j * so] = x[j * si] + (lo + rngx_u24(w[j]) * width);
 }
 
-static void noise_f32(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  if (so == 1 && si == 1) noise_f32_loop(op, w, n, out, 1, in, 1);
-  else noise_f32_loop(op, w, n, out, so, in, si);
+RNGX_CLONES static void noise_f32(const rngx_op *op, const rngx_run *r) {
+  if (r->so == 1 && r->si == 1) noise_f32_loop(op->lo, op->width, r->w, r->n, r->out, 1, r->in, 1);
+  else noise_f32_loop(op->lo, op->width, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-static void noise_f64(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  double *o = out;
-  const double *x = in;
-  for (int64_t j = 0; j < n; ++j) o[j * so] = x[j * si] + (op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64);
+static void noise_f64(const rngx_op *op, const rngx_run *r) {
+  const uint32_t *w = r->w;
+  const double *x = r->in;
+  double *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
+    o[j * so] = x[j * si] + (op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64);
 }
 
-/* float16 and bfloat16 (the dtype picks the conversion; the float32 value is the same for both). */
-static void noise_16(rngx_dtype dt, const rngx_op *op, const uint32_t *w, int64_t n, uint16_t *o, int64_t so,
-                     const uint16_t *x, int64_t si) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = store16(dt, load16(dt, x[j * si]) + (op->lo + rngx_u24(w[j]) * op->width));
+/* float16 and bfloat16: the same float32 math, then one rounding to the type. */
+static void noise_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+  const uint16_t *x = r->in;
+  uint16_t *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
+    o[j * so] = store16(dt, load16(dt, x[j * si]) + (op->lo + rngx_u24(r->w[j]) * op->width));
 }
 
-static void noise_f16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  noise_16(RNGX_FLOAT16, op, w, n, out, so, in, si);
+static void noise_f16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_FLOAT16, op, r); }
+static void noise_bf16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_BFLOAT16, op, r); }
+
+/* dropout: x * scale where u >= p, else +0. Branch free, as the keep/drop pattern is random: the product's bits
+ * and-ed with all ones or all zeros. That also lets the float32 loop vectorize. */
+static inline float kept_f32(int keep, float v) { return rngx_bits_f32(rngx_f32_bits(v) & (0u - (uint32_t)keep)); }
+
+static inline double kept_f64(int keep, double v) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  b &= 0u - (uint64_t)keep;
+  memcpy(&v, &b, sizeof v);
+  return v;
 }
 
-static void noise_bf16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  noise_16(RNGX_BFLOAT16, op, w, n, out, so, in, si);
-}
-
-/* dropout: x * scale where u >= p, else 0. */
-static inline void dropout_f32_loop(const rngx_op *op, const uint32_t *w, int64_t n, float *o, int64_t so,
+static inline void dropout_f32_loop(uint32_t keep, float scale, const uint32_t *w, int64_t n, float *o, int64_t so,
                                     const float *x, int64_t si) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = (w[j] & RNGX_U24_MASK) >= op->keep ? x[j * si] * op->scale : 0.0f;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = kept_f32((w[j] & RNGX_U24_MASK) >= keep, x[j * si] * scale);
 }
 
-static void dropout_f32(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  if (so == 1 && si == 1) dropout_f32_loop(op, w, n, out, 1, in, 1);
-  else dropout_f32_loop(op, w, n, out, so, in, si);
+RNGX_CLONES static void dropout_f32(const rngx_op *op, const rngx_run *r) {
+  if (r->so == 1 && r->si == 1) dropout_f32_loop(op->keep, op->scale, r->w, r->n, r->out, 1, r->in, 1);
+  else dropout_f32_loop(op->keep, op->scale, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-static void dropout_f64(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  double *o = out;
-  const double *x = in;
-  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_m53(w[2 * j], w[2 * j + 1]) >= op->keep64 ? x[j * si] * op->scale64 : 0.0;
+static void dropout_f64(const rngx_op *op, const rngx_run *r) {
+  const uint32_t *w = r->w;
+  const double *x = r->in;
+  double *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
+    o[j * so] = kept_f64(rngx_m53(w[2 * j], w[2 * j + 1]) >= op->keep64, x[j * si] * op->scale64);
 }
 
-static void dropout_16(rngx_dtype dt, const rngx_op *op, const uint32_t *w, int64_t n, uint16_t *o, int64_t so,
-                       const uint16_t *x, int64_t si) {
-  for (int64_t j = 0; j < n; ++j)
-    o[j * so] = store16(dt, (w[j] & RNGX_U24_MASK) >= op->keep ? load16(dt, x[j * si]) * op->scale : 0.0f);
+/* Masking after the rounding (+0 is all zero bits in both types) leaves the rounding's branches on data alone. */
+static void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+  const uint16_t *x = r->in;
+  uint16_t *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j) {
+    const uint16_t all = (uint16_t)(0u - ((r->w[j] & RNGX_U24_MASK) >= op->keep));
+    o[j * so] = store16(dt, load16(dt, x[j * si]) * op->scale) & all;
+  }
 }
 
-static void dropout_f16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  dropout_16(RNGX_FLOAT16, op, w, n, out, so, in, si);
-}
-
-static void dropout_bf16(const rngx_op *op, const uint32_t *w, int64_t n, void *out, int64_t so, const void *in, int64_t si) {
-  dropout_16(RNGX_BFLOAT16, op, w, n, out, so, in, si);
-}
+static void dropout_f16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_FLOAT16, op, r); }
+static void dropout_bf16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_BFLOAT16, op, r); }
 
 /* ---- layout ---- */
 
@@ -230,9 +258,9 @@ static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint
 static void run_row(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col) {
   const rngx_layout *l = wk->l;
   const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1];
-  char *o = (char *)wk->job->out.data + (out + col * so) * wk->size;
-  const char *x = wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0;
-  wk->op->run(wk->op, w, n, o, so, x, si);
+  const rngx_run r = {w, n, so, si, (char *)wk->job->out.data + (out + col * so) * wk->size,
+                      wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0};
+  wk->op->run(wk->op, &r);
 }
 
 /* Logical order, in batches of consecutive elements, each cut into runs along rows. Batches end on block

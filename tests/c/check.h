@@ -22,12 +22,17 @@ static int check_report(int ok, const char *file, int line, const char *what) {
 
 #define CHECK(cond) check_report(!!(cond), __FILE__, __LINE__, #cond)
 
+/* CHECK, and on failure also print the printf-style context (within the same print limit). */
+#define CHECK_MSG(cond, ...)                                                                               \
+  do {                                                                                                     \
+    if (!CHECK(cond) && check_failed <= CHECK_MAX_PRINTED) printf(__VA_ARGS__);                            \
+  } while (0)
+
 #define CHECK_EQ_U32(got, want)                                                                            \
   do {                                                                                                     \
     const uint32_t check_g_ = (got), check_w_ = (want);                                                    \
-    if (!check_report(check_g_ == check_w_, __FILE__, __LINE__, #got " == " #want) &&                      \
-        check_failed <= CHECK_MAX_PRINTED)                                                                 \
-      printf("    got 0x%08x, want 0x%08x\n", (unsigned)check_g_, (unsigned)check_w_);             \
+    CHECK_MSG(check_g_ == check_w_, "    %s == %s: got 0x%08x, want 0x%08x\n", #got, #want,               \
+              (unsigned)check_g_, (unsigned)check_w_);                                                     \
   } while (0)
 
 /* Prints the summary and returns main's exit status. */

@@ -29,10 +29,10 @@ static void check_f16_at(uint32_t bits) {
   const float f = rngx_bits_f32(bits);
   const uint16_t got = rngx_f32_to_f16(f);
   if (isnan(f)) {
-    if (!CHECK(is_f16_nan(got) && (got >> 15) == (bits >> 31))) printf("    f32 0x%08x -> 0x%04x\n", bits, got);
+    CHECK_MSG(is_f16_nan(got) && (got >> 15) == (bits >> 31), "    f32 0x%08x -> 0x%04x\n", bits, got);
   } else {
     const uint16_t want = compiler_f16(f);
-    if (!CHECK(got == want)) printf("    f32 0x%08x -> 0x%04x, want 0x%04x\n", bits, got, want);
+    CHECK_MSG(got == want, "    f32 0x%08x -> 0x%04x, want 0x%04x\n", bits, got, want);
   }
 }
 
@@ -73,8 +73,9 @@ static void check_f16_to_f32(void) {
     const float got = rngx_f16_to_f32(h16), want = (float)x;
     if (is_f16_nan(h16)) {
       CHECK(isnan(got) && !!signbit(got) == (h >> 15));
-    } else if (!CHECK(rngx_f32_bits(got) == rngx_f32_bits(want))) {
-      printf("    f16 0x%04x -> 0x%08x, want 0x%08x\n", h, rngx_f32_bits(got), rngx_f32_bits(want));
+    } else {
+      CHECK_MSG(rngx_f32_bits(got) == rngx_f32_bits(want), "    f16 0x%04x -> 0x%08x, want 0x%08x\n", h,
+                rngx_f32_bits(got), rngx_f32_bits(want));
     }
   }
 }
@@ -97,10 +98,10 @@ static void check_bf16_at(uint32_t bits) {
   const float f = rngx_bits_f32(bits);
   const uint16_t got = rngx_f32_to_bf16(f);
   if (isnan(f)) {
-    if (!CHECK(is_bf16_nan(got) && (got >> 15) == (bits >> 31))) printf("    f32 0x%08x -> 0x%04x\n", bits, got);
+    CHECK_MSG(is_bf16_nan(got) && (got >> 15) == (bits >> 31), "    f32 0x%08x -> 0x%04x\n", bits, got);
   } else {
     const uint16_t want = reference_bf16(f);
-    if (!CHECK(got == want)) printf("    f32 0x%08x -> 0x%04x, want 0x%04x\n", bits, got, want);
+    CHECK_MSG(got == want, "    f32 0x%08x -> 0x%04x, want 0x%04x\n", bits, got, want);
   }
 }
 

@@ -1,0 +1,412 @@
+"""Bad input, broadly: every public function and every raw torch.ops.rngx op, called with each wrong kind of
+argument, raises a clear exception that names the argument, and leaves every state tensor as it was.
+
+The calls run in a child process (this file, run as a script), so a segfault or abort fails its case instead
+of killing the test run: the parent restarts the child after the case that died and carries on.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import torch_rngx
+from torch_rngx import functional as F
+
+ops = torch.ops.rngx
+PUBLIC = (TypeError, ValueError)  # what the Python API raises
+RAW = (RuntimeError, TypeError, ValueError, NotImplementedError)  # C++ checks, the schema parser, the dispatcher
+
+
+class Case:
+    def __init__(self, name, fn, names, exc=PUBLIC, watch=()):
+        self.name, self.fn, self.names, self.exc, self.watch = name, fn, names, exc, watch
+
+
+def good_state():
+    return torch.tensor([0x1234, 5], dtype=torch.int64)
+
+
+def x32():
+    return torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+
+
+# Each maker returns a fresh wrong `state`: one per wrong kind.
+BAD_STATES = {
+    "int32": lambda: good_state().int(),
+    "uint64": lambda: good_state().to(torch.uint64),
+    "float": lambda: good_state().float(),
+    "float_requires_grad": lambda: torch.zeros(2, requires_grad=True),
+    "bool": lambda: torch.tensor([True, False]),
+    "shape_3": lambda: torch.zeros(3, dtype=torch.int64),
+    "shape_2x1": lambda: torch.zeros(2, 1, dtype=torch.int64),
+    "shape_0dim": lambda: torch.tensor(5),
+    "noncontiguous": lambda: torch.zeros(4, dtype=torch.int64)[::2],
+    "meta": lambda: good_state().to("meta"),
+    "sparse": lambda: good_state().to_sparse(),
+    "list": lambda: [0x1234, 5],
+    "tuple": lambda: (1, 2),
+    "int": lambda: 5,
+    "none": lambda: None,
+    "numpy": lambda: np.array([1, 2], dtype=np.int64),
+}
+
+# Wrong `x` (or `like`): wrong dtype, layout, dims or type. A meta x with a CPU state is not wrong: it gives a
+# meta result (shape propagation), so it is not listed.
+BAD_XS = {
+    "int32": lambda: torch.ones(3, 4, dtype=torch.int32),
+    "int64": lambda: torch.ones(3, dtype=torch.int64),
+    "bool": lambda: torch.ones(3, dtype=torch.bool),
+    "uint8": lambda: torch.ones(3, dtype=torch.uint8),
+    "complex64": lambda: torch.ones(3, dtype=torch.complex64),
+    "sparse": lambda: x32().to_sparse(),
+    "nested": lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]),
+    "65_dims": lambda: torch.zeros([1] * 65),
+    "list": lambda: [1.0, 2.0],
+    "float": lambda: 1.5,
+    "none": lambda: None,
+    "numpy": lambda: np.ones(3, dtype=np.float32),
+}
+
+BAD_P = {"nan": math.nan, "inf": math.inf, "neg": -0.1, "above_1": 1.5, "int_2": 2, "huge_int": 10**400,
+         "str": "0.5", "none": None, "bool": True, "complex": 0.5j, "tensor": torch.tensor(0.5)}
+BAD_HALF = {"neg": -1.0, "nan": math.nan, "inf": math.inf, "huge_int": 10**400, "str": "a", "none": None,
+            "bool": True, "tensor": torch.tensor(0.5), "float32_overflow": 1e39}
+BAD_LOW_HIGH = {"low_gt_high": (2.0, 1.0), "nan_low": (math.nan, 1.0), "nan_high": (0.0, math.nan),
+                "inf_high": (0.0, math.inf), "-inf_low": (-math.inf, 0.0), "width_overflows_float64": (-1e308, 1e308),
+                "width_overflows_float32": (-3e38, 3e38), "low_overflows_float32": (-1e39, -1e39),
+                "str_low": ("0", 1.0), "none_high": (0.0, None), "complex_low": (0j, 1.0), "huge_int_high": (0, 10**400)}
+BAD_SIZES = {"negative": [-1], "float": [2.5], "none": None, "str": "3", "bool_elem": [True], "beyond_int64": [2**64],
+             "2^63": [2**63], "numel_overflows": [2**40, 2**40], "65_dims": [1] * 65, "nested_list": [[2]]}
+BAD_SEEDS = {"2^64": 2**64, "2^64+5": 2**64 + 5, "2^100": 2**100, "neg": -1, "int64_min-1": -(2**63) - 1, "float": 1.5,
+             "str": "1", "bool": True, "tensor_float": torch.tensor(1.5), "none_manual": None}
+
+
+def cases():
+    out = []
+
+    def add(name, fn, names, exc=PUBLIC, watch=()):
+        out.append(Case(name, fn, names, exc, watch))
+
+    # ---- state: every function and raw op that takes one ----
+    takes_state = {
+        "F.bits": lambda s: F.bits([3], s),
+        "F.uniform": lambda s: F.uniform(x32(), s),
+        "F.quantize_noise": lambda s: F.quantize_noise(x32(), s),
+        "F.dropout": lambda s: F.dropout(x32(), s, 0.5),
+        "Generator.set_state": None,  # below: it must also keep the Generator's own state
+        "ops.bits": lambda s: ops.bits([3], s),
+        "ops.uniform": lambda s: ops.uniform(x32(), s, 0.0, 1.0, None),
+        "ops.quantize_noise": lambda s: ops.quantize_noise(x32(), s, 0.5),
+        "ops.dropout": lambda s: ops.dropout(x32(), s, 0.5),
+        "ops.take_": lambda s: ops.take_(s, 4),
+    }
+    for fname, call in takes_state.items():
+        for kind, make in BAD_STATES.items():
+            raw = fname.startswith("ops.")
+            if fname == "Generator.set_state":
+                g = torch_rngx.Generator(9)
+                s = make()
+                watch = [g.state] + ([s] if isinstance(s, torch.Tensor) else [])
+                add(f"{fname}[state={kind}]", lambda g=g, s=s: g.set_state(s), ("new_state",), PUBLIC, watch)
+                continue
+            s = make()
+            names = ("state",)
+            if raw and kind == "sparse":
+                names = ("state", "SparseCPU")  # the dispatcher finds no sparse kernel for the C++ ops, and says so
+            if raw and kind == "none" and fname == "ops.bits":
+                names = ("no tensor arguments",)  # nothing to dispatch on: the dispatcher says so, naming the op
+            add(f"{fname}[state={kind}]", lambda call=call, s=s: call(s), names, RAW if raw else PUBLIC,
+                [s] if isinstance(s, torch.Tensor) else [])
+
+    # ---- x / like ----
+    takes_x = {
+        "F.uniform": (lambda x, s: F.uniform(x, s), "like"),
+        "F.quantize_noise": (lambda x, s: F.quantize_noise(x, s), "x"),
+        "F.dropout": (lambda x, s: F.dropout(x, s, 0.5), "x"),
+        "rand_like": (lambda x, s: torch_rngx.rand_like(x, generator=torch_rngx.Generator(1)), "x"),
+        "uniform_like": (lambda x, s: torch_rngx.uniform_like(x, 0.0, 1.0), "x"),
+        "quantize": (lambda x, s: torch_rngx.quantize(x), "x"),
+        "quantize_dequantize": (lambda x, s: torch_rngx.quantize(x, "dequantize"), "x"),
+        "dropout": (lambda x, s: torch_rngx.dropout(x, 0.5), "x"),
+        "nn.Dropout": (lambda x, s: torch_rngx.nn.Dropout(0.5)(x), "x"),
+        "ops.uniform": (lambda x, s: ops.uniform(x, s, 0.0, 1.0, None), "like"),
+        "ops.quantize_noise": (lambda x, s: ops.quantize_noise(x, s, 0.5), "x"),
+        "ops.dropout": (lambda x, s: ops.dropout(x, s, 0.5), "x"),
+    }
+    for fname, (call, argname) in takes_x.items():
+        for kind, make in BAD_XS.items():
+            raw = fname.startswith("ops.")
+            if fname == "ops.uniform" and kind in ("int32", "int64", "bool", "uint8", "complex64"):
+                names = ("dtype",)  # uniform only reads like's shape; the dtype it would produce is wrong
+            elif raw and kind in ("sparse", "nested"):
+                names = ("SparseCPU",) if kind == "sparse" else ("NestedTensorCPU",)
+            elif raw and kind == "65_dims":
+                names = ("dims",)  # "tensors may have at most 64 dims"
+            elif raw and kind == "float":
+                names = (argname,)  # the schema parser: "Expected a value of type 'Tensor' for argument 'x'"
+            else:
+                names = (argname,)
+            s = good_state()
+            add(f"{fname}[{argname}={kind}]", lambda call=call, make=make, s=s: call(make(), s), names,
+                RAW if raw else PUBLIC, [s])
+
+    # ---- p ----
+    for kind, p in BAD_P.items():
+        for fname, call in {
+            "F.dropout": lambda p, s: F.dropout(x32(), s, p),
+            "dropout": lambda p, s: torch_rngx.dropout(x32(), p),
+            "dropout_eval": lambda p, s: torch_rngx.dropout(x32(), p, training=False),
+            "nn.Dropout": lambda p, s: torch_rngx.nn.Dropout(p),
+            "ops.dropout": lambda p, s: ops.dropout(x32(), s, p),
+        }.items():
+            raw = fname.startswith("ops.")
+            if raw and kind in ("int_2", "bool", "tensor"):
+                continue  # the schema parser converts 2, True and a 0-dim tensor to float; 2.0 is rejected below
+            s = good_state()
+            add(f"{fname}[p={kind}]", lambda call=call, p=p, s=s: call(p, s), ("p",), RAW if raw else PUBLIC, [s])
+    s = good_state()
+    add("ops.dropout[p=2.0]", lambda s=s: ops.dropout(x32(), s, 2.0), ("p",), RAW, [s])
+
+    # ---- half ----
+    for kind, half in BAD_HALF.items():
+        for fname, call in {
+            "F.quantize_noise": lambda h, s: F.quantize_noise(x32(), s, h),
+            "ops.quantize_noise": lambda h, s: ops.quantize_noise(x32(), s, h),
+        }.items():
+            raw = fname.startswith("ops.")
+            if raw and kind in ("bool", "tensor"):
+                continue  # the schema parser converts True and a 0-dim tensor to float (valid values)
+            s = good_state()
+            add(f"{fname}[half={kind}]", lambda call=call, h=half, s=s: call(h, s), ("half",), RAW if raw else PUBLIC, [s])
+    s = good_state()
+    add("F.quantize_noise[half=float64_overflow]",
+        lambda s=s: F.quantize_noise(x32().double(), s, 1e308), ("half",), PUBLIC, [s])
+    add("ops.quantize_noise[half=float64_overflow]",
+        lambda s=s: ops.quantize_noise(x32().double(), s, 1e308), ("half",), RAW, [s])
+
+    # ---- low, high ----
+    for kind, (low, high) in BAD_LOW_HIGH.items():
+        names = ("high",) if "high" in kind else ("low",)
+        for fname, call in {
+            "F.uniform": lambda lo, hi, s: F.uniform(x32(), s, lo, hi),
+            "uniform_like": lambda lo, hi, s: torch_rngx.uniform_like(x32(), lo, hi),
+            "ops.uniform": lambda lo, hi, s: ops.uniform(x32(), s, lo, hi, None),
+        }.items():
+            raw = fname.startswith("ops.")
+            s = good_state()
+            add(f"{fname}[{kind}]", lambda call=call, lo=low, hi=high, s=s: call(lo, hi, s), names,
+                RAW if raw else PUBLIC, [s])
+
+    # ---- dtype ----
+    for kind, dtype in {"int64": torch.int64, "complex64": torch.complex64, "bool": torch.bool, "str": "float32",
+                        "numpy": np.float32}.items():
+        s = good_state()
+        add(f"F.uniform[dtype={kind}]", lambda d=dtype, s=s: F.uniform(x32(), s, dtype=d), ("dtype",), PUBLIC, [s])
+        add(f"rand_like[dtype={kind}]", lambda d=dtype: torch_rngx.rand_like(x32(), dtype=d), ("dtype",))
+        add(f"ops.uniform[dtype={kind}]", lambda d=dtype, s=s: ops.uniform(x32(), s, 0.0, 1.0, d), ("dtype",), RAW, [s])
+        add(f"words_used[dtype={kind}]", lambda d=dtype: torch_rngx.words_used(4, d), ("dtype",))
+
+    # ---- size ----
+    for kind, size in BAD_SIZES.items():
+        s = good_state()
+        add(f"F.bits[size={kind}]", lambda sz=size, s=s: F.bits(sz, s), ("size",), PUBLIC, [s])
+        if kind in ("str", "bool_elem"):
+            continue  # the schema reads "3" and [True] as sequences of ints; F.bits rejects them
+        add(f"ops.bits[size={kind}]", lambda sz=size, s=s: ops.bits(sz, s), ("size", "dims"), RAW, [s])
+
+    # ---- seeds and Generators ----
+    for kind, seed in BAD_SEEDS.items():
+        if kind != "none_manual":
+            add(f"Generator[seed={kind}]", lambda seed=seed: torch_rngx.Generator(seed), ("seed",))
+        g = torch_rngx.Generator(3)
+        g.state[1] = 40
+        add(f"Generator.manual_seed[seed={kind}]", lambda g=g, seed=seed: g.manual_seed(seed), ("seed",), PUBLIC,
+            [g.state])
+    for kind, device in {"meta": "meta", "bogus": "bogus"}.items():
+        add(f"Generator[device={kind}]", lambda d=device: torch_rngx.Generator(1, device=d), ("device",),
+            (TypeError, ValueError, RuntimeError))
+    for kind, gen in {"torch.Generator": torch.Generator(), "int": 5, "str": "g"}.items():
+        add(f"rand_like[generator={kind}]", lambda gen=gen: torch_rngx.rand_like(x32(), generator=gen), ("generator",))
+        add(f"quantize[generator={kind}]", lambda gen=gen: torch_rngx.quantize(x32(), generator=gen), ("generator",))
+        add(f"dropout[generator={kind}]", lambda gen=gen: torch_rngx.dropout(x32(), generator=gen), ("generator",))
+        add(f"nn.Dropout[generator={kind}]", lambda gen=gen: torch_rngx.nn.Dropout(generator=gen)(x32()),
+            ("generator",))
+
+    # ---- quantize's mode and means ----
+    for kind, mode in {"unknown": "round", "none": None, "upper": "NOISE", "int": 1}.items():
+        add(f"quantize[mode={kind}]", lambda m=mode: torch_rngx.quantize(x32(), m), ("mode",))
+    for kind, means in {"no_broadcast": torch.zeros(5), "bigger": torch.zeros(2, 3, 4), "list": [0.0],
+                        "float": 0.5, "str": "m"}.items():
+        for mode in ("dequantize", "symbols"):
+            add(f"quantize[{mode},means={kind}]", lambda m=means, mode=mode: torch_rngx.quantize(x32(), mode, m),
+                ("means",))
+
+    # ---- words_used, the take_ step and seed_state ----
+    for kind, n in {"negative": -1, "float": 1.5, "bool": True, "none": None, "str": "3"}.items():
+        add(f"words_used[numel={kind}]", lambda n=n: torch_rngx.words_used(n, torch.float32), ("numel",))
+    s = good_state()
+    add("ops.take_[words=-4]", lambda s=s: ops.take_(s, -4), ("words",), RAW, [s])
+    add("ops.take_[words=2^64]", lambda s=s: ops.take_(s, 2**64), ("words",), RAW, [s])
+    add("ops.seed_state[an argument]", lambda s=s: ops.seed_state(s), ("seed_state",), RAW, [s])
+    return out
+
+
+# ---- the child: runs cases from an index on, reporting each before and after --------------------------------
+
+
+def _check(case):
+    """None when the case behaved, else what went wrong."""
+    before = [t.detach().clone() for t in case.watch]
+    try:
+        case.fn()
+    except case.exc as e:
+        msg = str(e)
+        found = [n for n in case.names if re.search(rf"(?<![A-Za-z_]){re.escape(n)}(?![A-Za-z_])", msg)]
+        if not found:
+            return f"{type(e).__name__} does not name any of {case.names}: {msg[:300]!r}"
+    except BaseException as e:  # noqa: BLE001
+        return f"raised {type(e).__name__} (expected one of {[t.__name__ for t in case.exc]}): {str(e)[:300]!r}"
+    else:
+        return "no exception"
+    for t, b in zip(case.watch, before):
+        if not _same(t.detach(), b):
+            return "a state tensor changed"
+    return None
+
+
+def _same(t, b):
+    if t.shape != b.shape or t.dtype != b.dtype or t.layout != b.layout:
+        return False
+    if t.device.type == "meta":
+        return True  # no values to compare
+    if t.layout != torch.strided:
+        t, b = t.to_dense(), b.to_dense()
+    flat = lambda v: v.contiguous().reshape(-1).view(torch.uint8)  # noqa: E731  (bitwise: NaN equals NaN)
+    return torch.equal(flat(t), flat(b))
+
+
+def _worker(start, selftest):
+    all_cases = _selftest_cases() if selftest else cases()
+    for i in range(start, len(all_cases)):
+        print(f"START {i}", flush=True)
+        problem = _check(all_cases[i])
+        print("RESULT " + json.dumps({"i": i, "problem": problem}), flush=True)
+
+
+def run_harness(selftest=False, timeout=600):
+    """name -> None (good) or a description of the failure, crashes included."""
+    names = [c.name for c in (_selftest_cases() if selftest else cases())]
+    results, start = {}, 0
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    while start < len(names):
+        args = [sys.executable, os.path.abspath(__file__), "--worker", str(start)] + (["--selftest"] if selftest else [])
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+        current = None
+        for line in proc.stdout.splitlines():
+            if line.startswith("START "):
+                current = int(line.split()[1])
+            elif line.startswith("RESULT "):
+                r = json.loads(line[len("RESULT "):])
+                results[names[r["i"]]] = r["problem"]
+                current = None
+        if proc.returncode == 0 and current is None:
+            break
+        if current is None:  # died outside any case (e.g. on import): fail everything left
+            for n in names[start:]:
+                results.setdefault(n, f"the harness child failed (rc {proc.returncode}): {proc.stderr[-2000:]}")
+            break
+        results[names[current]] = f"crashed (rc {proc.returncode}): {proc.stderr[-1500:]}"
+        start = current + 1
+    return results
+
+
+# ---- the harness's own check: it must see crashes, silences, vague messages and changed states --------------
+
+
+def _selftest_cases():
+    s = good_state()
+
+    def clobber():
+        s[1] = 99
+        raise ValueError("state must be int64")
+
+    def crash():
+        os.abort()
+
+    return [
+        Case("good", lambda: F.dropout(x32(), s, 2.0), ("p",), PUBLIC, [s]),
+        Case("crash", crash, ("x",)),
+        Case("silent", lambda: F.dropout(x32(), s, 0.5), ("p",), PUBLIC, [s]),
+        Case("vague", lambda: F.dropout(x32(), s, 2.0), ("half",), PUBLIC, [s]),
+        Case("wrong_type", lambda: F.dropout(x32(), s, 2.0), ("p",), (TypeError,), [s]),
+        Case("clobbers_state", clobber, ("state",), PUBLIC, [s]),
+        Case("after_crash", lambda: F.dropout(x32(), s, -1.0), ("p",), PUBLIC, [s]),
+    ]
+
+
+def test_harness_catches_crashes_and_bad_behaviour():
+    r = run_harness(selftest=True)
+    assert r["good"] is None and r["after_crash"] is None, r
+    assert r["crash"].startswith("crashed"), r["crash"]
+    assert r["silent"] == "no exception"
+    assert "does not name" in r["vague"]
+    assert "expected one of" in r["wrong_type"]
+    assert r["clobbers_state"] == "a state tensor changed"
+
+
+# ---- the limits above are tight: what is just inside them still works, in-process and with finite values ----
+
+FLOAT32_EDGE = float.fromhex("0x1.fffffefffffffp+127")  # the largest double that rounds to a finite float32
+
+
+@pytest.mark.parametrize("op", [F.uniform, ops.uniform])
+def test_float32_limits_just_inside_are_accepted(op):
+    s = good_state()
+    args = (None,) if op is ops.uniform else ()
+    out = op(x32(), s, 0.0, FLOAT32_EDGE, *args)
+    assert torch.isfinite(out).all() and out.max() > 1e38
+    out = op(x32(), s, -FLOAT32_EDGE / 2, FLOAT32_EDGE / 2, *args)
+    assert torch.isfinite(out).all()
+    # float64 computes in double: float32's limit does not apply.
+    assert torch.isfinite(F.uniform(x32().double(), s, -3e38, 3e38)).all()
+    with pytest.raises((ValueError, RuntimeError), match="float32"):
+        op(x32(), s, 0.0, float.fromhex("0x1.ffffffp+127"), *args)  # the tie: rounds to infinity
+    assert torch.equal(s, good_state())
+
+
+@pytest.mark.parametrize("op", [F.quantize_noise, ops.quantize_noise])
+def test_half_limits_just_inside_are_accepted(op):
+    s = good_state()
+    assert torch.isfinite(op(torch.zeros(64), s, FLOAT32_EDGE / 2)).all()
+    assert torch.isfinite(op(torch.zeros(64, dtype=torch.float64), s, 1e300)).all()
+    with pytest.raises((ValueError, RuntimeError), match="half"):
+        op(torch.zeros(64), s, float.fromhex("0x1.ffffffp+126"))
+
+
+def test_bool_seed_is_rejected_but_numpy_and_big_ints_are_fine():
+    with pytest.raises(TypeError, match="seed"):
+        torch_rngx.Generator(False)
+    assert torch_rngx.Generator(np.uint64(2**64 - 1)).initial_seed() == 2**64 - 1
+    assert torch_rngx.Generator(2**63).initial_seed() == 2**63
+
+
+@pytest.fixture(scope="module")
+def harness_results():
+    return run_harness()
+
+
+@pytest.mark.parametrize("name", [c.name for c in cases()])
+def test_bad_input(harness_results, name):
+    problem = harness_results[name]
+    assert problem is None, f"{name}: {problem}"
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        _worker(int(sys.argv[sys.argv.index("--worker") + 1]), "--selftest" in sys.argv)

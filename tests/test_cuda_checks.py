@@ -1,0 +1,35 @@
+"""Device rules for the CUDA path that hold on any machine (docs/cuda.md, "Where the state lives"): a CPU state
+also serves CUDA inputs, a CUDA state only its own GPU's. Devices are stand-ins, so no GPU is needed."""
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import torch_rngx
+from torch_rngx import _checks
+
+
+def on(device):
+    return SimpleNamespace(device=torch.device(device))
+
+
+@pytest.mark.parametrize("x, s", [("cpu", "cpu"), ("cuda:0", "cuda:0"), ("cuda:1", "cpu"), ("meta", "cuda:0")])
+def test_allowed(x, s):
+    _checks.same_device(on(x), on(s))
+
+
+@pytest.mark.parametrize("x, s", [("cpu", "cuda:0"), ("cuda:0", "cuda:1")])
+def test_rejected_with_both_devices_named(x, s):
+    with pytest.raises(ValueError, match=f"x is on {x} but state is on {s}"):
+        _checks.same_device(on(x), on(s))
+
+
+def test_state_device_error_names_argument():
+    with pytest.raises(ValueError, match="state must be on the CPU or a CUDA device"):
+        _checks.state(torch.zeros(2, dtype=torch.int64, device="meta"))
+
+
+def test_generator_devices():
+    assert torch_rngx.Generator(0).device.type == "cpu"
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'cuda'"):
+        torch_rngx.Generator(0, device="meta")

@@ -1,0 +1,122 @@
+"""Threads: Python threads running ops at once give what serial calls give; the intra-op thread count does
+not change a bit; a Generator shared by threads hands every eager call its own words (docs/guarantees.md)."""
+import sys
+import threading
+
+import pytest
+import torch
+
+import torch_rngx
+from torch_rngx import functional as F
+
+THREADS = 8
+
+
+@pytest.fixture
+def busy_switching():
+    """Make the interpreter switch threads as often as it can, so interleavings actually happen."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)
+
+
+def run_concurrently(fns):
+    """Runs each fn on its own thread, all released at once; returns their results, re-raising any error."""
+    barrier = threading.Barrier(len(fns))
+    results, errors = [None] * len(fns), []
+
+    def body(i):
+        try:
+            barrier.wait()
+            results[i] = fns[i]()
+        except BaseException as e:  # noqa: BLE001  (reported below, on the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    if errors:
+        raise errors[0]
+    return results
+
+
+def inputs(i):
+    """Thread i's tensors: several dtypes and layouts, some large enough for several intra-op tasks."""
+    gen = torch.Generator().manual_seed(i)
+    big = torch.randn(40, 3, 700, generator=gen)  # 84,000 elements: three parallel tasks
+    return [
+        big.transpose(0, 2),
+        torch.randn(17, 33, generator=gen).to(torch.float16),
+        torch.randn(5, 6, 7, 8, generator=gen).to(torch.bfloat16).to(memory_format=torch.channels_last),
+        torch.randn(3000, generator=gen, dtype=torch.float64)[::3],
+    ]
+
+
+def program(i):
+    """A fixed sequence of calls on thread i's own Generator plus stateless calls with its own state."""
+    g = torch_rngx.Generator(1000 + i)
+    out = []
+    for rep in range(2):
+        for x in inputs(i):
+            out.append(torch_rngx.rand_like(x, generator=g))
+            out.append(torch_rngx.quantize(x, generator=g))
+            out.append(torch_rngx.dropout(x, 0.3, generator=g))
+            state = torch.tensor([i, rep * 7 + 1], dtype=torch.int64)
+            out.append(F.uniform(x, state, -2.0, 5.0))
+            out.append(F.bits([x.numel()], state))
+    out.append(g.get_state())
+    return out
+
+
+def assert_bitwise_equal(a, b):
+    assert len(a) == len(b)
+    for j, (u, v) in enumerate(zip(a, b)):
+        assert u.dtype == v.dtype and u.shape == v.shape and u.stride() == v.stride(), j
+        as_bytes = lambda t: t.contiguous().reshape(-1).view(torch.uint8)  # noqa: E731  (bitwise, NaN-safe)
+        assert torch.equal(as_bytes(u), as_bytes(v)), j
+
+
+def test_threads_with_their_own_generators_equal_serial(busy_switching):
+    serial = [program(i) for i in range(THREADS)]
+    concurrent = run_concurrently([lambda i=i: program(i) for i in range(THREADS)])
+    for i in range(THREADS):
+        assert_bitwise_equal(concurrent[i], serial[i])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_intra_op_thread_count_does_not_change_values(threads):
+    x = torch.randn(70, 5, 401).transpose(0, 1)[:, ::2]  # 70,350 elements, strided: three tasks
+    state = torch.tensor([12345, 3], dtype=torch.int64)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        want = [F.uniform(x, state), F.quantize_noise(x, state), F.dropout(x, state, 0.4), F.bits([x.numel()], state)]
+        torch.set_num_threads(threads)
+        got = [F.uniform(x, state), F.quantize_noise(x, state), F.dropout(x, state, 0.4), F.bits([x.numel()], state)]
+    finally:
+        torch.set_num_threads(old)
+    assert_bitwise_equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_shared_generator_gives_every_eager_call_its_own_words(busy_switching, threads):
+    """A Generator shared by threads: each eager call takes a distinct, whole range of the stream, and the
+    offset ends at the total consumed. Which thread gets which range depends on scheduling."""
+    calls = 150
+    g = torch_rngx.Generator(77)
+    x = torch.empty(1000)  # each call consumes exactly 1000 words
+
+    def worker():
+        return [torch_rngx.rand_like(x, generator=g) for _ in range(calls)]
+
+    outs = [o for chunk in run_concurrently([worker] * threads) for o in chunk]
+    total = threads * calls
+    assert int(g.state[1]) == total * 1000 and int(g.state[0]) == 77
+    got = sorted(o.numpy().tobytes() for o in outs)
+    want = sorted(F.uniform(x, torch.tensor([77, k * 1000], dtype=torch.int64)).numpy().tobytes() for k in range(total))
+    assert len(set(got)) == total, "two calls drew the same words"
+    assert got == want, "calls drew words outside the ranges the offsets handed out"
