@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
 SO := torch_rngx/_C.abi3.so
 KERNELS := $(wildcard csrc/kernels/*.c)
-SOURCES := setup.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/kernels/*.h)
+SOURCES := setup.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/*.h csrc/kernels/*.h)
 
 # The C tests cross-check against Random123 when its header is installed (Debian: librandom123-dev).
 RANDOM123 := $(wildcard /usr/include/Random123/philox.h)

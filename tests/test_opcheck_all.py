@@ -1,0 +1,31 @@
+"""torch_rngx.testing.opcheck_all: the helper users put in their CI."""
+import pytest
+import torch
+
+import torch_rngx
+from torch_rngx.testing import samples
+
+
+def test_opcheck_all_passes_on_every_sample():
+    n = torch_rngx.testing.opcheck_all()
+    assert n == len(list(samples())) and n > 300
+
+
+def test_samples_cover_every_op_dtype_and_layout():
+    seen = {(op.name(), a[0].dtype if a and isinstance(a[0], torch.Tensor) else None) for op, a in samples()}
+    for op in ("rngx::uniform", "rngx::quantize_noise", "rngx::dropout"):
+        for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            assert (op, dtype) in seen
+    assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state"}
+
+
+def test_opcheck_all_reports_a_broken_fake_kernel():
+    """A fake kernel whose strides disagree with the real kernel must be caught."""
+    lib = torch.library.Library("rngx", "IMPL")
+    try:
+        torch.library.register_fake("rngx::quantize_noise", lambda x, state, half: torch.empty(x.shape, dtype=x.dtype),
+                                    lib=lib, allow_override=True)
+        with pytest.raises(AssertionError, match="opcheck failed for rngx.quantize_noise"):
+            torch_rngx.testing.opcheck_all()
+    finally:
+        lib._destroy()
