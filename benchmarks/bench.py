@@ -2,8 +2,9 @@
 
 For each op, float32 at 2^10 ... 2^26 elements (and float16/bfloat16 at one size): torch_rngx, the torch eager
 equivalent, the torch.compile'd equivalent (Inductor's own fused random) and x.clone(), the memory-bandwidth
-limit. Then 1 against 2 threads at 2^24, the bytes autograd saves for dropout's backward, and the issue's targets.
-Prints a table and writes benchmarks/out/bench.json and bench.png.
+limit. Then 1 against 2 threads at 2^24, the same again with freed memory reused (no page faults on fresh
+outputs), the bytes autograd saves for dropout's backward, and the issue's targets. Prints the tables and writes
+benchmarks/out/bench.json and bench.png.
 
 A time is the best of several rounds, the candidates taking turns in each round, because other processes on a
 shared machine only ever add time. Compare ratios within one run.
@@ -13,6 +14,8 @@ import json
 import math
 import os
 import platform
+import subprocess
+import sys
 import time
 
 import torch
@@ -163,8 +166,8 @@ def table(results, threads):
     return "\n".join(lines)
 
 
-def thread_table(results, numel):
-    lines = [f"\n1 vs 2 threads, float32, 2^{int(math.log2(numel))} elements: G elements/s",
+def thread_table(results, numel, how):
+    lines = [f"\n1 vs 2 threads, {how}, float32, 2^{int(math.log2(numel))} elements: G elements/s",
              "| op | candidate | 1 thread | 2 threads | 2 / 1 |", "|---|---|---|---|---|"]
     for op in OPS:
         one, two = lookup(results, op=op, dtype="float32", numel=numel, threads=1), lookup(results, op=op, dtype="float32", numel=numel, threads=2)
@@ -213,27 +216,67 @@ def plot(results, threads, path):
     fig.savefig(path, dpi=110)
 
 
+# glibc hands allocations over 32 MiB straight back to the OS on free, so every call's fresh output is faulted
+# in page by page (zeroed by the kernel) - on this VM that alone costs about as much as x.clone()'s copy. These
+# tunables keep freed memory in the heap for reuse, as a caching allocator would: the kernels' speed without it.
+REUSE_MEMORY = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
+
+
+def key_size_runs(threads, key, budget):
+    """float32 at the targets' size, on `threads` and (with 2) on 1 thread."""
+    results = []
+    sweep(results, OPS, [key], [torch.float32], threads, budget, key)
+    if threads == 2:
+        sweep(results, OPS, [key], [torch.float32], 1, budget, key)
+    return results
+
+
+def reused_memory_runs(args):
+    """key_size_runs in a child process with REUSE_MEMORY (the tunables apply only from process start)."""
+    path = os.path.join(args.out, "reused_memory.json")
+    env = dict(os.environ, GLIBC_TUNABLES=REUSE_MEMORY)
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--max-log2", str(args.max_log2), "--budget",
+                    str(args.budget), "--key-size-only", path], env=env, check=True)
+    with open(path) as f:
+        return json.load(f)
+
+
+def print_targets(results, key, how):
+    goals = targets(results, key)
+    print(f"\ntargets, {how} (float32, 2^{int(math.log2(key))} elements, torch_rngx's speed-up, 2 threads):")
+    for g in goals:
+        print(f"  {'met ' if g['met'] else 'MISS'} {g['target']}: {g['measured']:.2f}x")
+    return goals
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-log2", type=int, default=26, help="largest size, 2^N elements (default 26)")
     ap.add_argument("--budget", type=float, default=0.6, help="seconds of timed rounds per op and size (default 0.6)")
     ap.add_argument("--out", default=OUT, help=f"folder for bench.json and bench.png (default {OUT})")
+    ap.add_argument("--key-size-only", metavar="JSON", help=argparse.SUPPRESS)  # the child of reused_memory_runs
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
     threads = min(2, os.cpu_count() or 1)
-    key = min(24, args.max_log2)
+    key = 2 ** min(24, args.max_log2)
+    if args.key_size_only:
+        with open(args.key_size_only, "w") as f:
+            json.dump(key_size_runs(threads, key, args.budget), f)
+        return
+    os.makedirs(args.out, exist_ok=True)
     sizes = [2**n for n in range(10, args.max_log2 + 1, 2)]
     print(f"torch {torch.__version__}, torch_rngx Philox path {_C.simd()}, {os.cpu_count()} CPUs, "
           f"{platform.processor() or platform.machine()}", flush=True)
 
     paths = philox_paths()
     results = []
-    sweep(results, OPS, sizes, [torch.float32], threads, args.budget, 2**key)
-    sweep(results, OPS, [2**min(22, args.max_log2)], [torch.float16, torch.bfloat16], threads, args.budget, 2**key)
+    sweep(results, OPS, sizes, [torch.float32], threads, args.budget, key)
+    sweep(results, OPS, [2**min(22, args.max_log2)], [torch.float16, torch.bfloat16], threads, args.budget, key)
     if threads == 2:
-        sweep(results, OPS, [2**key], [torch.float32], 1, args.budget, 2**key)
+        sweep(results, OPS, [key], [torch.float32], 1, args.budget, key)
+    print("freed memory reused (no page faults):", flush=True)
+    reused = reused_memory_runs(args)
 
-    x = torch.randn(2**key, requires_grad=True)
+    x = torch.randn(key, requires_grad=True)
     saved = {
         OURS: saved_bytes(lambda x: torch_rngx.dropout(x, 0.5, generator=torch_rngx.Generator(0)), x),
         "F.dropout": saved_bytes(lambda x: F.dropout(x, 0.5, training=True), x),
@@ -243,19 +286,19 @@ def main():
           + ", ".join(f"{p} {r:.3f} G elements/s" for p, r in paths.items()))
     print(table(results, threads))
     if threads == 2:
-        print(thread_table(results, 2**key))
-    print(f"\nautograd saves for dropout's backward, float32, 2^{key} elements: "
+        print(thread_table(results, key, "default allocator"))
+        print(thread_table(reused, key, "freed memory reused (no page faults)"))
+    print(f"\nautograd saves for dropout's backward, float32, 2^{int(math.log2(key))} elements: "
           + ", ".join(f"{n}: {b:,} bytes" for n, b in saved.items()))
-    goals = targets(results, 2**key) if threads == 2 else []
-    if goals:
-        print(f"\ntargets (float32, 2^{key} elements, torch_rngx's speed-up, 2 threads):")
-        for g in goals:
-            print(f"  {'met ' if g['met'] else 'MISS'} {g['target']}: {g['measured']:.2f}x")
+    goals = {}
+    if threads == 2:
+        goals["default allocator"] = print_targets(results, key, "default allocator")
+        goals["freed memory reused"] = print_targets(reused, key, "freed memory reused (no page faults)")
 
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
-                   "philox_paths": paths, "results": results, "dropout_saved_bytes": saved, "targets": goals},
-                  f, indent=1)
+                   "philox_paths": paths, "results": results, "reused_memory_results": reused,
+                   "dropout_saved_bytes": saved, "targets": goals}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
     print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 
