@@ -74,22 +74,8 @@ AVX512_INLINE void philox_groups(uint64_t seed, uint64_t block, int groups, uint
   for (int g = 0; g < groups; ++g) store16(&c[g], out + 4 * GROUP * g);
 }
 
-AVX512 void rngx_blocks_avx512(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out) {
-  block &= RNGX_BLOCK_MASK;
-  for (; nblocks >= GROUPS * GROUP; nblocks -= GROUPS * GROUP, out += 4 * GROUPS * GROUP) {
-    philox_groups(seed, block, GROUPS, out);
-    block = (block + GROUPS * GROUP) & RNGX_BLOCK_MASK;
-  }
-  if (nblocks <= RNGX_SCALAR_TAIL_BLOCKS) {
-    rngx_blocks_scalar(seed, block, nblocks, out);
-    return;
-  }
-  uint32_t tmp[4 * GROUPS * GROUP];
-  if (nblocks > GROUP)
-    philox_groups(seed, block, GROUPS, tmp);
-  else
-    philox_groups(seed, block, 1, tmp);
-  memcpy(out, tmp, (size_t)nblocks * 4 * sizeof(uint32_t));
-}
+#define RNGX_TARGET AVX512
+#define RNGX_SIMD_BLOCKS_NAME rngx_blocks_avx512
+#include "simd_blocks.h"
 
 #endif
