@@ -18,6 +18,7 @@ _lib.define("uniform(Tensor like, Tensor state, float low, float high, ScalarTyp
 _lib.define("quantize_noise(Tensor x, Tensor state, float half) -> Tensor")
 _lib.define("dropout(Tensor x, Tensor state, float p) -> Tensor")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
+_lib.define("take_(Tensor(a!) state, SymInt words) -> Tensor")
 # Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
 # them: an ordered effect threads a token through every call, in program order.
 _lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
@@ -101,8 +102,8 @@ torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_contex
 _take_lock = threading.Lock()
 
 
-@torch.library.custom_op("rngx::take_", mutates_args=("state",))
-def _take(state: torch.Tensor, words: int) -> torch.Tensor:
+@torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
+def _(state, words):
     _checks.state(state)
     if words < 0:
         raise ValueError(f"words must be >= 0, got {words}")
@@ -112,7 +113,7 @@ def _take(state: torch.Tensor, words: int) -> torch.Tensor:
     return taken
 
 
-@_take.register_fake
+@torch.library.register_fake("rngx::take_")
 def _(state, words):
     _checks.state(state)
     return torch.empty_like(state)
