@@ -16,7 +16,7 @@ def test_samples_cover_every_op_dtype_and_layout():
     for op in ("rngx::uniform", "rngx::quantize_noise", "rngx::dropout"):
         for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
             assert (op, dtype) in seen
-    assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state"}
+    assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state", "rngx::take_"}
 
 
 def test_opcheck_all_reports_a_broken_fake_kernel():

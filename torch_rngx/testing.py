@@ -24,6 +24,7 @@ def samples(device="cpu"):
     """(op, args) pairs: every op, every supported dtype and layout, with and without requires_grad."""
     state = torch.tensor([0x1234_5678_9ABC_DEF0, 13], dtype=torch.int64, device=device)
     yield ops.seed_state.default, ()
+    yield ops.take_.default, (state.clone(), 8)
     for size in ([], [0], [7], [3, 5], [2, 0, 3]):
         yield ops.bits.default, (size, state)
     for dtype in FLOAT_DTYPES:
