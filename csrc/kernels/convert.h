@@ -35,11 +35,12 @@ RNGX_FN float rngx_f16_to_f32(uint16_t h) {
   return sign ? -mag : mag;
 }
 
-/* Round-to-nearest-even of the bits below `shift`, for value v whose kept part is v >> shift. Bitwise | and &,
- * not || and &&: the rounding direction is data, and a branch on it would mispredict half the time. */
+/* Round-to-nearest-even of the bits below `shift` (1..31), for value v whose kept part is v >> shift: adding
+ * half - 1, plus 1 when the kept part is odd, carries into it exactly when the rest is above half, or is half
+ * and the kept part odd. No branch (the rounding direction is data) and plain integer ops, so loops of it
+ * vectorize. v + half must stay below 2^32: true of every float32 bit pattern but NaNs, which callers take apart. */
 RNGX_FN uint32_t rngx_round_shift(uint32_t v, unsigned shift) {
-  const uint32_t kept = v >> shift, rest = v & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-  return kept + ((uint32_t)(rest > half) | ((uint32_t)(rest == half) & kept & 1u));
+  return (v + ((1u << (shift - 1u)) - 1u) + ((v >> shift) & 1u)) >> shift;
 }
 
 RNGX_FN uint16_t rngx_f32_to_f16(float f) {

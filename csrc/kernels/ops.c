@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "convert_lanes.h"
 #include "simd.h"
 #include "stream.h"
 
@@ -23,9 +24,10 @@
 #define TILE_ROWS 16
 #define TILE_WORDS 256
 
-/* The float32 loops are also built for AVX2 and AVX-512, the widest the CPU runs picked at load time (ifunc):
- * they are plain IEEE multiplies, adds and exact conversions with no contraction, so every build gives the
- * same bits, and the float work no longer rivals the SIMD Philox for time. */
+/* The float loops are also built for AVX2 and AVX-512, the widest the CPU runs picked at load time (ifunc):
+ * they are plain IEEE multiplies, adds and exact conversions with no contraction, and the 16-bit types'
+ * roundings are integer ops (convert_lanes.h), so every build gives the same bits, and the float work no longer
+ * rivals the SIMD Philox for time. */
 #if RNGX_X86_SIMD
 #define RNGX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -65,12 +67,13 @@ struct rngx_op {
   uint64_t keep64;
 };
 
-static float load16(rngx_dtype dt, uint16_t h) {
-  return dt == RNGX_FLOAT16 ? rngx_f16_to_f32(h) : rngx_bf16_to_f32(h);
+/* dt is a constant wherever these are inlined, so each loop holds one type's conversions. */
+static inline float load16(rngx_dtype dt, uint16_t h) {
+  return dt == RNGX_FLOAT16 ? rngx_f16_to_f32_lanes(h) : rngx_bf16_to_f32(h);
 }
 
-static uint16_t store16(rngx_dtype dt, float f) {
-  return dt == RNGX_FLOAT16 ? rngx_f32_to_f16(f) : rngx_f32_to_bf16(f);
+static inline uint16_t store16(rngx_dtype dt, float f) {
+  return dt == RNGX_FLOAT16 ? rngx_f32_to_f16_lanes(f) : rngx_f32_to_bf16_lanes(f);
 }
 
 static void bits_run(const rngx_op *op, const rngx_run *r) {
@@ -97,14 +100,19 @@ static void uniform_f64(const rngx_op *op, const rngx_run *r) {
 }
 
 /* 11 significand bits for float16, 8 for bfloat16, so that u < 1 in the type itself. */
-static void uniform_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
-  uint16_t *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
-    o[j * so] = store16(dt, op->lo + (dt == RNGX_FLOAT16 ? rngx_u11(r->w[j]) : rngx_u8(r->w[j])) * op->width);
+static inline void uniform_16_loop(rngx_dtype dt, float lo, float width, const uint32_t *w, int64_t n, uint16_t *o,
+                                   int64_t so) {
+  for (int64_t j = 0; j < n; ++j)
+    o[j * so] = store16(dt, lo + (dt == RNGX_FLOAT16 ? rngx_u11(w[j]) : rngx_u8(w[j])) * width);
 }
 
-static void uniform_f16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_FLOAT16, op, r); }
-static void uniform_bf16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_BFLOAT16, op, r); }
+static inline void uniform_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+  if (r->so == 1) uniform_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, 1);
+  else uniform_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, r->so);
+}
+
+RNGX_CLONES static void uniform_f16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void uniform_bf16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_BFLOAT16, op, r); }
 
 /* quantize_noise: x + (lo + u * width) with lo = -half, width = 2 half; float32 math for <= 32-bit types. */
 static inline void noise_f32_loop(float lo, float width, const uint32_t *w, int64_t n, float *o, int64_t so,
@@ -126,15 +134,18 @@ static void noise_f64(const rngx_op *op, const rngx_run *r) {
 }
 
 /* float16 and bfloat16: the same float32 math, then one rounding to the type. */
-static void noise_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
-  const uint16_t *x = r->in;
-  uint16_t *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
-    o[j * so] = store16(dt, load16(dt, x[j * si]) + (op->lo + rngx_u24(r->w[j]) * op->width));
+static inline void noise_16_loop(rngx_dtype dt, float lo, float width, const uint32_t *w, int64_t n, uint16_t *o,
+                                 int64_t so, const uint16_t *x, int64_t si) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = store16(dt, load16(dt, x[j * si]) + (lo + rngx_u24(w[j]) * width));
 }
 
-static void noise_f16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_FLOAT16, op, r); }
-static void noise_bf16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_BFLOAT16, op, r); }
+static inline void noise_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+  if (r->so == 1 && r->si == 1) noise_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, 1, r->in, 1);
+  else noise_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, r->so, r->in, r->si);
+}
+
+RNGX_CLONES static void noise_f16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void noise_bf16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_BFLOAT16, op, r); }
 
 /* dropout: x * scale where u >= p, else +0. Branch free, as the keep/drop pattern is random: the product's bits
  * and-ed with all ones or all zeros. That also lets the float32 loop vectorize. */
@@ -167,17 +178,19 @@ static void dropout_f64(const rngx_op *op, const rngx_run *r) {
 }
 
 /* Masking after the rounding (+0 is all zero bits in both types) leaves the rounding's branches on data alone. */
-static void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
-  const uint16_t *x = r->in;
-  uint16_t *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j) {
-    const uint16_t all = (uint16_t)(0u - ((r->w[j] & RNGX_U24_MASK) >= op->keep));
-    o[j * so] = store16(dt, load16(dt, x[j * si]) * op->scale) & all;
-  }
+static inline void dropout_16_loop(rngx_dtype dt, uint32_t keep, float scale, const uint32_t *w, int64_t n,
+                                   uint16_t *o, int64_t so, const uint16_t *x, int64_t si) {
+  for (int64_t j = 0; j < n; ++j)
+    o[j * so] = store16(dt, load16(dt, x[j * si]) * scale) & (uint16_t)(0u - ((w[j] & RNGX_U24_MASK) >= keep));
 }
 
-static void dropout_f16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_FLOAT16, op, r); }
-static void dropout_bf16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_BFLOAT16, op, r); }
+static inline void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+  if (r->so == 1 && r->si == 1) dropout_16_loop(dt, op->keep, op->scale, r->w, r->n, r->out, 1, r->in, 1);
+  else dropout_16_loop(dt, op->keep, op->scale, r->w, r->n, r->out, r->so, r->in, r->si);
+}
+
+RNGX_CLONES static void dropout_f16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void dropout_bf16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_BFLOAT16, op, r); }
 
 /* ---- layout ---- */
 

@@ -11,6 +11,8 @@
 
 #include "check.h"
 #include "kernels/convert.h"
+#include "kernels/convert_lanes.h"
+#include "kernels/simd.h"
 
 #define SAMPLE_STRIDE 1021u /* odd and prime, so the sample walks through every low-bit pattern */
 
@@ -145,11 +147,69 @@ static void check_uniform_formulas(void) {
   CHECK(rngx_u53(0x89ABCDEFu, 0x01234567u) == (double)0x0003456789ABCDEFull * 0x1p-53); /* w1 & 0x1FFFFF */
 }
 
+/* convert_lanes.h against convert.h, as the ops run them: in loops the compiler vectorizes (O3 here; the tests'
+ * -O2 would leave them scalar), built for each x86 ISA this CPU runs. */
+#define LANE_LOOPS(isa, attr)                                                                                  \
+  attr static void lanes_##isa(const uint32_t *in, int n, uint16_t *f16, uint16_t *bf16, uint32_t *from_f16) { \
+    for (int i = 0; i < n; ++i) f16[i] = rngx_f32_to_f16_lanes(rngx_bits_f32(in[i]));                          \
+    for (int i = 0; i < n; ++i) bf16[i] = rngx_f32_to_bf16_lanes(rngx_bits_f32(in[i]));                       \
+    for (int i = 0; i < n; ++i) from_f16[i] = rngx_f32_bits(rngx_f16_to_f32_lanes((uint16_t)in[i]));           \
+  }
+typedef void (*lanes_fn)(const uint32_t *in, int n, uint16_t *f16, uint16_t *bf16, uint32_t *from_f16);
+#if defined(__GNUC__) && !defined(__clang__)
+#define LANES_O3 __attribute__((optimize("O3")))
+#else
+#define LANES_O3
+#endif
+LANE_LOOPS(default, LANES_O3)
+#if RNGX_X86_SIMD
+LANE_LOOPS(avx2, LANES_O3 __attribute__((target("avx2"))))
+LANE_LOOPS(avx512, LANES_O3 __attribute__((target("avx512f"))))
+#endif
+
+#define LANES_CHUNK 65536
+
+/* Every float16 pattern; for float32, each of the 2^19 top-bit patterns (sign, exponent, the float16's 10
+ * significand bits) with low 13 bits at and around every rounding point (0, ties, just off them) and one
+ * pseudo-random: NaNs, infs, subnormals, ties, overflow all fall in. The bits above 13 are all there, so the
+ * ties of subnormal float16s (rounded at bit 14..24) and bfloat16s (bit 16) are too. */
+static void check_lanes_with(const char *isa, lanes_fn f) {
+  static uint32_t in[LANES_CHUNK], from_f16[LANES_CHUNK];
+  static uint16_t f16[LANES_CHUNK], bf16[LANES_CHUNK];
+  const uint32_t lows[8] = {0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF, 0x800};
+  for (int i = 0; i < LANES_CHUNK; ++i) in[i] = (uint32_t)i;
+  f(in, LANES_CHUNK, f16, bf16, from_f16);
+  for (uint32_t h = 0; h < 65536; ++h)
+    CHECK_MSG(from_f16[h] == rngx_f32_bits(rngx_f16_to_f32((uint16_t)h)), "    %s: f16 0x%04x -> 0x%08x\n", isa, h,
+              from_f16[h]);
+  for (uint32_t top = 0; top < (1u << 19); top += LANES_CHUNK / 8) {
+    for (int i = 0; i < LANES_CHUNK; ++i) {
+      const uint32_t t = top + (uint32_t)i / 8u;
+      in[i] = t << 13 | (i % 8 == 7 ? (t * 2654435761u) >> 19 : lows[i % 8]);
+    }
+    f(in, LANES_CHUNK - 1 - (int)(top >> 16), f16, bf16, from_f16); /* odd counts leave scalar tails */
+    for (int i = 0; i < LANES_CHUNK - 1 - (int)(top >> 16); ++i) {
+      const float v = rngx_bits_f32(in[i]);
+      CHECK_MSG(f16[i] == rngx_f32_to_f16(v), "    %s: f32 0x%08x -> f16 0x%04x\n", isa, in[i], f16[i]);
+      CHECK_MSG(bf16[i] == rngx_f32_to_bf16(v), "    %s: f32 0x%08x -> bf16 0x%04x\n", isa, in[i], bf16[i]);
+    }
+  }
+}
+
+static void check_lanes(void) {
+  check_lanes_with("default", lanes_default);
+#if RNGX_X86_SIMD
+  if (__builtin_cpu_supports("avx2")) check_lanes_with("avx2", lanes_avx2);
+  if (__builtin_cpu_supports("avx512f")) check_lanes_with("avx512", lanes_avx512);
+#endif
+}
+
 int main(int argc, char **argv) {
   const int exhaustive = argc > 1 && strcmp(argv[1], "--exhaustive") == 0;
   check_f32_to_f16(exhaustive);
   check_f16_to_f32();
   check_f32_to_bf16();
   check_uniform_formulas();
+  check_lanes();
   return check_summary();
 }
