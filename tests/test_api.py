@@ -1,0 +1,114 @@
+"""The public stateful API: Generator, rand_like, uniform_like, quantize, dropout, nn.Dropout."""
+import pytest
+import torch
+from conftest import make_state
+
+import torch_rngx
+from torch_rngx import functional as F
+
+
+class TestGenerator:
+    def test_seed_offset_and_accessors(self):
+        g = torch_rngx.Generator(2**64 - 1)
+        assert g.initial_seed() == 2**64 - 1 and g.state.tolist() == [-1, 0] and g.device == torch.device("cpu")
+        torch_rngx.rand_like(torch.empty(5), generator=g)
+        assert g.state.tolist() == [-1, 8] and g.initial_seed() == 2**64 - 1
+
+    def test_get_set_state_replays(self):
+        g = torch_rngx.Generator(7)
+        saved = g.get_state()
+        a = torch_rngx.rand_like(torch.empty(10), generator=g)
+        saved.add_(100)  # get_state is a copy: changing it does not touch g
+        g.set_state(saved.sub_(100))
+        assert torch.equal(torch_rngx.rand_like(torch.empty(10), generator=g), a)
+
+    def test_manual_seed_restarts(self):
+        g = torch_rngx.Generator(3)
+        a = torch_rngx.rand_like(torch.empty(4), generator=g)
+        assert g.manual_seed(3) is g and torch.equal(torch_rngx.rand_like(torch.empty(4), generator=g), a)
+
+    def test_clone_is_independent(self):
+        g = torch_rngx.Generator(11)
+        torch_rngx.rand_like(torch.empty(3), generator=g)
+        h = g.clone()
+        a = torch_rngx.rand_like(torch.empty(6), generator=g)
+        assert torch.equal(torch_rngx.rand_like(torch.empty(6), generator=h), a)
+        assert torch.equal(g.state, h.state) and g.state.data_ptr() != h.state.data_ptr()
+
+    def test_seed_none_follows_torch_manual_seed(self):
+        torch.manual_seed(5)
+        a = torch_rngx.Generator().initial_seed()
+        torch.manual_seed(5)
+        assert torch_rngx.Generator().initial_seed() == a and torch_rngx.Generator().initial_seed() != a
+
+    def test_state_tensor_is_advanced_in_place(self):
+        g = torch_rngx.Generator(1)
+        state = g.state
+        torch_rngx.dropout(torch.ones(9, dtype=torch.float64), 0.5, generator=g)
+        assert g.state is state and state.tolist() == [1, torch_rngx.words_used(9, torch.float64)] == [1, 20]
+
+
+class TestRandLike:
+    def test_dtype_strides_and_values(self):
+        x = torch.empty(2, 3, 4, 5).to(memory_format=torch.channels_last)
+        u = torch_rngx.rand_like(x, generator=torch_rngx.Generator(9), dtype=torch.float64)
+        assert u.dtype == torch.float64 and u.stride() == torch.empty_like(x, dtype=torch.float64).stride()
+        assert torch.equal(u, F.uniform(x, make_state(9, 0), dtype=torch.float64))
+
+    def test_uniform_like_range(self):
+        u = torch_rngx.uniform_like(torch.empty(10000), -3.0, -1.0, generator=torch_rngx.Generator(0))
+        assert float(u.min()) >= -3.0 and float(u.max()) < -1.0
+
+    def test_generator_none_follows_manual_seed_and_is_fresh(self):
+        x = torch.empty(50)
+        torch.manual_seed(32)
+        a, b = torch_rngx.rand_like(x), torch_rngx.rand_like(x)
+        torch.manual_seed(32)
+        assert torch.equal(torch_rngx.rand_like(x), a) and torch.equal(torch_rngx.rand_like(x), b)
+        assert not torch.equal(a, b)
+
+
+class TestQuantize:
+    x = torch.tensor([[-1.7, -0.5, 0.49, 2.5, 3.2]]).view(1, 5, 1, 1)
+    means = torch.tensor([0.3, -0.2, 0.0, 0.1, 1.0]).view(1, 5, 1, 1)
+
+    def test_noise_is_quantize_noise_at_the_generators_state(self):
+        g = torch_rngx.Generator(4)
+        assert torch.equal(torch_rngx.quantize(self.x, generator=g), F.quantize_noise(self.x, make_state(4, 0), 0.5))
+
+    def test_dequantize_and_symbols_match_compressai(self):
+        expected = torch.round(self.x - self.means)
+        assert torch.equal(torch_rngx.quantize(self.x, "dequantize", self.means), expected + self.means)
+        symbols = torch_rngx.quantize(self.x, "symbols", self.means)
+        assert symbols.dtype == torch.int32 and torch.equal(symbols, expected.int())
+        assert torch.equal(torch_rngx.quantize(self.x, "dequantize"), torch.round(self.x))
+
+    def test_deterministic_modes_draw_nothing(self):
+        g = torch_rngx.Generator(4)
+        torch_rngx.quantize(self.x, "dequantize", self.means, generator=g)
+        torch_rngx.quantize(self.x, "symbols", generator=g)
+        assert g.state.tolist() == [4, 0]
+
+    @pytest.mark.parametrize("mode", ["round", "NOISE", None])
+    def test_unknown_mode(self, mode):
+        with pytest.raises(ValueError, match="mode"):
+            torch_rngx.quantize(self.x, mode)
+
+
+class TestDropout:
+    def test_eval_is_identity_and_draws_nothing(self):
+        g = torch_rngx.Generator(2)
+        drop = torch_rngx.nn.Dropout(0.5, generator=g).eval()
+        x = torch.randn(10)
+        assert drop(x) is x and torch_rngx.dropout(x, 0.5, training=False, generator=g) is x
+        assert g.state.tolist() == [2, 0]
+
+    def test_module_matches_function(self):
+        x = torch.randn(4, 6)
+        drop = torch_rngx.nn.Dropout(0.25, generator=torch_rngx.Generator(8))
+        assert torch.equal(drop(x), F.dropout(x, make_state(8, 0), 0.25))
+        assert "p=0.25" in repr(drop)
+
+    def test_keep_rate_close_to_one_minus_p(self):
+        kept = (torch_rngx.dropout(torch.ones(100_000), 0.3, generator=torch_rngx.Generator(1)) != 0).float().mean()
+        assert abs(float(kept) - 0.7) < 0.01
