@@ -12,7 +12,7 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest demo bench stats huge sanitize cuda-build-check clean
+.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check cuda-build-check clean
 
 all: build
 
@@ -110,7 +110,13 @@ $(CUDA_VENV)/.stamp:
 $(CUDA_BUILD)/lib/$(SO): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh csrc/*.h) $(wildcard torch_rngx/*.py)
 	USE_CUDA=1 $(CUDA_VENV)/bin/python setup.py -q build --force --build-base $(CUDA_BUILD) --build-lib $(CUDA_BUILD)/lib
 
-cuda-build-check: cuda-emu $(CUDA_BUILD)/lib/$(SO)
+# One abi3 binary, two torch versions: the CPU build made against torch $(TORCH_VERSION) (.venv) runs the stream and
+# op tests under torch $(CUDA_TORCH_VERSION) (.venv-cuda), imported from this folder.
+abi-check: $(SO) $(CUDA_VENV)/.stamp
+	$(CUDA_VENV)/bin/python -c "import torch, torch_rngx; print('torch', torch.__version__, 'loads', torch_rngx._C.__file__)"
+	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_stream.py tests/test_ops.py
+
+cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py
 
 clean:
