@@ -12,7 +12,7 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check cuda-build-check clean
+.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check clean
 
 all: build
 
@@ -115,6 +115,11 @@ $(CUDA_BUILD)/lib/$(SO): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/
 abi-check: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -c "import torch, torch_rngx; print('torch', torch.__version__, 'loads', torch_rngx._C.__file__)"
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_stream.py tests/test_ops.py
+
+# Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
+# (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
+interop: $(SO) $(CUDA_VENV)/.stamp
+	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py
 
 cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py

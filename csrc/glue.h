@@ -18,15 +18,49 @@ namespace rngx_glue {
 using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
 
-inline void check_state_dtype_shape(const Tensor& state) {
+// A state: int64 or uint64 (the same bits), contiguous, shape (2,) or (*B, 2). Batched states are checked
+// against their output by key_layout.
+inline void check_state(const Tensor& state) {
   STD_TORCH_CHECK(state.defined(), "rngx: state must be a tensor, got None");
-  STD_TORCH_CHECK(state.scalar_type() == ScalarType::Long, "rngx: state must be an int64 tensor");
-  STD_TORCH_CHECK(state.dim() == 1 && state.size(0) == 2, "rngx: state must have shape (2,) = [seed, offset]");
-}
-
-inline void check_state_contiguous(const Tensor& state) {
+  STD_TORCH_CHECK(state.scalar_type() == ScalarType::Long || state.scalar_type() == ScalarType::UInt64,
+                  "rngx: state must be an int64 or uint64 tensor");
+  STD_TORCH_CHECK(state.dim() >= 1 && state.size(state.dim() - 1) == 2,
+                  "rngx: state must have shape (2,) or (*B, 2): [seed, offset] pairs");
   STD_TORCH_CHECK(state.is_contiguous(), "rngx: state must be contiguous");
 }
+
+// Which key each element of an output of `sizes` uses (docs/stream.md, "Batched states"). The strides live
+// here, so a KeyLayout must outlive the jobs that point into it.
+struct KeyLayout {
+  std::array<int64_t, RNGX_MAX_DIMS> strides{};
+  rngx_keys keys{};
+
+  // pairs: where the kernel reads the state (host memory for the C kernels, device memory for CUDA), or
+  // nullptr to pass a CPU state's single key by value.
+  KeyLayout(const Tensor& state, const int64_t* sizes, int64_t ndim, const int64_t* pairs) {
+    keys.pairs = pairs;
+    if (pairs == nullptr) {
+      const auto* s = static_cast<const int64_t*>(state.const_data_ptr());
+      keys.seed = static_cast<uint64_t>(s[0]);
+      keys.offset = static_cast<uint64_t>(s[1]);
+    }
+    keys.key_strides = strides.data();
+    keys.event = 1;
+    if (state.dim() > 1) {
+      STD_TORCH_CHECK(state.dim() == ndim + 1, "rngx: a batched state (*B, 2) needs one batch dim per output dim: ",
+                      "state has ", state.dim() - 1, ", the output ", ndim);
+      for (int64_t d = 0; d < ndim; ++d) {
+        const int64_t b = state.size(d);
+        STD_TORCH_CHECK(b == 1 || b == sizes[d], "rngx: state's batch dim ", d, " is ", b, ": it must be 1 or ",
+                        sizes[d], " (the output's size)");
+        if (b != 1) keys.key_dims = static_cast<int>(d + 1);
+        strides[d] = b == 1 ? 0 : state.stride(d);
+      }
+    }
+    for (int64_t d = keys.key_dims; d < ndim; ++d) keys.event *= sizes[d];
+    if (keys.event == 0) keys.event = 1;  // an empty output: no element asks for a key
+  }
+};
 
 inline rngx_dtype float_dtype(ScalarType t, const char* arg) {
   switch (t) {
@@ -39,8 +73,20 @@ inline rngx_dtype float_dtype(ScalarType t, const char* arg) {
   return RNGX_FLOAT32;  // unreachable
 }
 
+// bits' output types: signedness does not change the bits written.
+inline rngx_dtype bits_dtype(ScalarType t) {
+  switch (t) {
+    case ScalarType::Byte: case ScalarType::Char: return RNGX_BITS8;
+    case ScalarType::Short: case ScalarType::UInt16: return RNGX_BITS16;
+    case ScalarType::Int: case ScalarType::UInt32: return RNGX_BITS32;
+    case ScalarType::Long: case ScalarType::UInt64: return RNGX_BITS64;
+    default: STD_TORCH_CHECK(false, "rngx.bits: dtype must be an integer type of 8 to 64 bits (not bool)");
+  }
+  return RNGX_BITS32;  // unreachable
+}
+
 inline void check_size(const std::vector<int64_t>& size) {
-  int64_t bytes = 8;  // an int64 output: its byte count must fit in int64 too
+  int64_t bytes = 8;  // a 64-bit output: its byte count must fit in int64 too
   for (int64_t n : size) {
     STD_TORCH_CHECK(n >= 0, "rngx.bits: size must be non-negative, got ", n);
     STD_TORCH_CHECK(!__builtin_mul_overflow(bytes, n, &bytes), "rngx.bits: size has too many elements");
@@ -70,22 +116,35 @@ inline void check_probability(double p) {
   STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.dropout: p must be in [0, 1], got ", p);  // false for NaN
 }
 
-// The job for `out`, reading `in` (if given). Reads [seed, offset] when the state is on the CPU; a CUDA
-// kernel reads a device state itself. The tensors must outlive the job.
-inline rngx_job make_job(const Tensor& state, rngx_dtype dtype, const Tensor& out, const Tensor* in) {
-  STD_TORCH_CHECK(out.dim() <= RNGX_MAX_DIMS, "rngx: tensors may have at most ", RNGX_MAX_DIMS, " dims");
+// The job for `out`, reading `in` (if given), with its keys. The tensors and `keys` must outlive the job.
+inline rngx_job make_job(const KeyLayout& keys, rngx_dtype dtype, const Tensor& out, const Tensor* in) {
   rngx_job job{};
-  if (state.is_cpu()) {
-    const auto* s = static_cast<const int64_t*>(state.const_data_ptr());
-    job.seed = static_cast<uint64_t>(s[0]);
-    job.offset = static_cast<uint64_t>(s[1]);
-  }
+  job.keys = keys.keys;
   job.dtype = dtype;
   job.ndim = static_cast<int>(out.dim());
   job.sizes = out.sizes().data();
   job.out = {out.mutable_data_ptr(), out.strides().data()};
   if (in != nullptr) job.in = {const_cast<void*>(in->const_data_ptr()), in->strides().data()};
   return job;
+}
+
+inline void check_dims(int64_t ndim) {
+  STD_TORCH_CHECK(ndim <= RNGX_MAX_DIMS, "rngx: tensors may have at most ", RNGX_MAX_DIMS, " dims");
+}
+
+// fold_in's data: one integer, or one per key (shape state.shape[:-1]); returns its stride in elements.
+inline int64_t check_fold_data(const Tensor& state, const Tensor& data) {
+  STD_TORCH_CHECK(data.defined(), "rngx.fold_in: data must be a tensor, got None");
+  STD_TORCH_CHECK(data.scalar_type() == ScalarType::Long || data.scalar_type() == ScalarType::UInt64,
+                  "rngx.fold_in: data must be an int64 or uint64 tensor");
+  STD_TORCH_CHECK(data.get_device_index() == state.get_device_index() && data.is_cpu() == state.is_cpu(),
+                  "rngx.fold_in: data must be on the state's device");
+  if (data.numel() == 1) return 0;
+  bool same = data.dim() == state.dim() - 1;
+  for (int64_t d = 0; same && d < data.dim(); ++d) same = data.size(d) == state.size(d);
+  STD_TORCH_CHECK(same && data.is_contiguous(),
+                  "rngx.fold_in: data must hold one value, or be a contiguous tensor of shape state.shape[:-1]");
+  return 1;
 }
 
 // aten::empty_like(like, dtype=dtype): the allocation the fake kernels make, so strides always agree.

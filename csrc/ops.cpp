@@ -14,10 +14,13 @@ using namespace rngx_glue;
 // Elements per parallel task: large enough that thread start-up is noise.
 constexpr int64_t kGrain = 1 << 15;
 
-void check_state(const Tensor& state) {
-  check_state_dtype_shape(state);
+void check_cpu_state(const Tensor& state) {
+  check_state(state);
   STD_TORCH_CHECK(state.is_cpu(), "rngx: state must be on the CPU");
-  check_state_contiguous(state);
+}
+
+KeyLayout keys_for(const Tensor& state, const Tensor& out) {
+  return KeyLayout(state, out.sizes().data(), out.dim(), static_cast<const int64_t*>(state.const_data_ptr()));
 }
 
 template <class Kernel>
@@ -28,47 +31,75 @@ void run_parallel(const Tensor& out, const Kernel& kernel) {
 void check_input(const Tensor& x, const char* name = "x") {
   STD_TORCH_CHECK(x.defined(), "rngx: ", name, " must be a tensor, got None");
   STD_TORCH_CHECK(x.is_cpu(), "rngx: ", name, " must be on the CPU, like state");
+  check_dims(x.dim());
 }
 
-Tensor bits(std::vector<int64_t> size, Tensor state) {
-  check_state(state);
+Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
+  check_cpu_state(state);
   check_size(size);
-  Tensor out = torch::stable::empty(size, ScalarType::Long);
-  const rngx_job job = make_job(state, RNGX_INT64, out, nullptr);
+  check_dims(static_cast<int64_t>(size.size()));
+  const rngx_dtype dt = bits_dtype(dtype);
+  Tensor out = torch::stable::empty(size, dtype);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_bits(&job, b, e); });
   return out;
 }
 
 Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
-  check_state(state);
+  check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   check_interval(low, high, dt);
   Tensor out = empty_like(like, dtype);
-  const rngx_job job = make_job(state, dt, out, nullptr);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, low, high, b, e); });
   return out;
 }
 
 Tensor quantize_noise(Tensor x, Tensor state, double half) {
-  check_state(state);
+  check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   check_half(half, dt);
   Tensor out = empty_like(x, std::nullopt);
-  const rngx_job job = make_job(state, dt, out, &x);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, half, b, e); });
   return out;
 }
 
 Tensor dropout(Tensor x, Tensor state, double p) {
-  check_state(state);
+  check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   check_probability(p);
   Tensor out = empty_like(x, std::nullopt);
-  const rngx_job job = make_job(state, dt, out, &x);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_dropout(&job, p, b, e); });
+  return out;
+}
+
+Tensor split(Tensor state, int64_t num) {
+  check_cpu_state(state);
+  STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
+  std::vector<int64_t> size{num};
+  for (int64_t d = 0; d < state.dim(); ++d) size.push_back(state.size(d));
+  Tensor out = torch::stable::new_empty(state, size);
+  rngx_split(static_cast<const int64_t*>(state.const_data_ptr()), state.numel() / 2, num,
+             static_cast<int64_t*>(out.mutable_data_ptr()));
+  return out;
+}
+
+Tensor fold_in(Tensor state, Tensor data) {
+  check_cpu_state(state);
+  const int64_t data_stride = check_fold_data(state, data);
+  Tensor out = torch::stable::new_empty(state, state.sizes());
+  rngx_fold_in(static_cast<const int64_t*>(state.const_data_ptr()), state.numel() / 2,
+               static_cast<const int64_t*>(data.const_data_ptr()), data_stride,
+               static_cast<int64_t*>(out.mutable_data_ptr()));
   return out;
 }
 
@@ -79,4 +110,6 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
   m.impl("uniform", TORCH_BOX(&uniform));
   m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
   m.impl("dropout", TORCH_BOX(&dropout));
+  m.impl("split", TORCH_BOX(&split));
+  m.impl("fold_in", TORCH_BOX(&fold_in));
 }

@@ -18,18 +18,22 @@ using namespace rngx_glue;
 std::string where(const Tensor& t) { return t.is_cpu() ? "cpu" : "cuda:" + std::to_string(t.get_device_index()); }
 
 // A CUDA state must sit on x's GPU: the kernel reads it there when it runs, so the op stays valid under
-// CUDA graph capture. A CPU state is read now and passed by value (fine eagerly, frozen in a captured graph).
-void check_state(const Tensor& state, const Tensor& x, const char* name) {
-  check_state_dtype_shape(state);
+// CUDA graph capture. A CPU state holding one key is read now and passed by value (fine eagerly, frozen in a
+// captured graph); a batched one must be on the GPU.
+void check_cuda_state(const Tensor& state, const Tensor& x, const char* name) {
+  check_state(state);
   STD_TORCH_CHECK(x.is_cuda(), "rngx: ", name, " is on ", where(x), " but state is on ", where(state));
   STD_TORCH_CHECK(state.is_cpu() || (state.is_cuda() && state.get_device_index() == x.get_device_index()),
                   "rngx: ", name, " is on ", where(x), " but state is on ", where(state),
                   " (state must be on the CPU or on the same GPU)");
-  check_state_contiguous(state);
+  STD_TORCH_CHECK(state.is_cuda() || state.numel() == 2, "rngx: a batched state for ", name, " on ", where(x),
+                  " must be on that GPU, got one on the CPU");
+  check_dims(x.dim());
 }
 
-const int64_t* device_state(const Tensor& state) {
-  return state.is_cuda() ? static_cast<const int64_t*>(state.const_data_ptr()) : nullptr;
+KeyLayout keys_for(const Tensor& state, const Tensor& out) {
+  const auto* pairs = state.is_cuda() ? static_cast<const int64_t*>(state.const_data_ptr()) : nullptr;
+  return KeyLayout(state, out.sizes().data(), out.dim(), pairs);
 }
 
 void* current_stream(int32_t device) {
@@ -48,52 +52,84 @@ void check_launch(int err, const char* op) {
   throw std::runtime_error(text);
 }
 
-Tensor bits(std::vector<int64_t> size, Tensor state) {
+Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
   // Only a CUDA state brings bits here; the output goes on its device, as the fake kernel says.
-  check_state_dtype_shape(state);
-  check_state_contiguous(state);
+  check_state(state);
   check_size(size);
+  check_dims(static_cast<int64_t>(size.size()));
+  const rngx_dtype dt = bits_dtype(dtype);
   const int32_t dev = state.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = torch::stable::new_empty(state, size, ScalarType::Long);
-  const rngx_job job = make_job(state, RNGX_INT64, out, nullptr);
-  check_launch(rngx_cuda_bits(&job, device_state(state), current_stream(dev)), "rngx.bits");
+  Tensor out = torch::stable::new_empty(state, size, dtype);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  check_launch(rngx_cuda_bits(&job, current_stream(dev)), "rngx.bits");
   return out;
 }
 
 Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
-  check_state(state, like, "like");
+  check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   check_interval(low, high, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
-  const rngx_job job = make_job(state, dt, out, nullptr);
-  check_launch(rngx_cuda_uniform(&job, device_state(state), current_stream(dev), low, high), "rngx.uniform");
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  check_launch(rngx_cuda_uniform(&job, current_stream(dev), low, high), "rngx.uniform");
   return out;
 }
 
 Tensor quantize_noise(Tensor x, Tensor state, double half) {
-  check_state(state, x, "x");
+  check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   check_half(half, dt);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
-  const rngx_job job = make_job(state, dt, out, &x);
-  check_launch(rngx_cuda_quantize_noise(&job, device_state(state), current_stream(dev), half), "rngx.quantize_noise");
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, &x);
+  check_launch(rngx_cuda_quantize_noise(&job, current_stream(dev), half), "rngx.quantize_noise");
   return out;
 }
 
 Tensor dropout(Tensor x, Tensor state, double p) {
-  check_state(state, x, "x");
+  check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   check_probability(p);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
-  const rngx_job job = make_job(state, dt, out, &x);
-  check_launch(rngx_cuda_dropout(&job, device_state(state), current_stream(dev), p), "rngx.dropout");
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, &x);
+  check_launch(rngx_cuda_dropout(&job, current_stream(dev), p), "rngx.dropout");
+  return out;
+}
+
+Tensor split(Tensor state, int64_t num) {
+  check_state(state);
+  STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
+  const int32_t dev = state.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  std::vector<int64_t> size{num};
+  for (int64_t d = 0; d < state.dim(); ++d) size.push_back(state.size(d));
+  Tensor out = torch::stable::new_empty(state, size);
+  check_launch(rngx_cuda_split(static_cast<const int64_t*>(state.const_data_ptr()), state.numel() / 2, num,
+                               static_cast<int64_t*>(out.mutable_data_ptr()), current_stream(dev)),
+               "rngx.split");
+  return out;
+}
+
+Tensor fold_in(Tensor state, Tensor data) {
+  check_state(state);
+  const int64_t data_stride = check_fold_data(state, data);
+  const int32_t dev = state.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = torch::stable::new_empty(state, state.sizes());
+  check_launch(rngx_cuda_fold_in(static_cast<const int64_t*>(state.const_data_ptr()), state.numel() / 2,
+                                 static_cast<const int64_t*>(data.const_data_ptr()), data_stride,
+                                 static_cast<int64_t*>(out.mutable_data_ptr()), current_stream(dev)),
+               "rngx.fold_in");
   return out;
 }
 
@@ -104,4 +140,6 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CUDA, m) {
   m.impl("uniform", TORCH_BOX(&uniform));
   m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
   m.impl("dropout", TORCH_BOX(&dropout));
+  m.impl("split", TORCH_BOX(&split));
+  m.impl("fold_in", TORCH_BOX(&fold_in));
 }

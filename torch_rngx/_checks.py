@@ -5,6 +5,8 @@ import numbers
 import torch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
+STATE_DTYPES = (torch.int64, torch.uint64)
 MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
 
 
@@ -13,18 +15,31 @@ def tensor(t, name):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
 
 
-def state(s, name="state"):
+def state(s, name="state", shape=None):
+    """A key [seed, offset] or a batch of them, shape (*B, 2), int64 or uint64. With `shape` (the output's), a
+    batched state must have one batch dim per output dim, each 1 or the output's size (docs/stream.md)."""
     tensor(s, name)
-    if s.dtype != torch.int64:
-        raise TypeError(f"{name} must be an int64 tensor [seed, offset], got dtype {s.dtype}")
-    if s.shape != (2,):
-        raise ValueError(f"{name} must have shape (2,) = [seed, offset], got {tuple(s.shape)}")
+    if s.dtype not in STATE_DTYPES:
+        raise TypeError(f"{name} must be an int64 or uint64 tensor of [seed, offset] pairs, got dtype {s.dtype}")
+    if s.dim() == 0 or s.shape[-1] != 2:
+        raise ValueError(f"{name} must have shape (2,) or (*B, 2) = [seed, offset] pairs, got {tuple(s.shape)}")
+    if shape is not None and s.dim() > 1:
+        batch = tuple(s.shape[:-1])
+        if len(batch) != len(shape) or any(b != 1 and b != n for b, n in zip(batch, shape)):
+            raise ValueError(f"{name} of shape {tuple(s.shape)} does not broadcast to the output {tuple(shape)}: "
+                             f"a batched state needs shape (*B, 2) with one batch dim per output dim, each 1 or "
+                             f"the output's size")
     if s.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name} must be on the CPU or a CUDA device, got device {s.device}")
     if not s.is_contiguous():
         raise ValueError(f"{name} must be contiguous")
     if s.requires_grad:
         raise ValueError(f"{name} must not require grad")
+
+
+def int_dtype(dtype, name):
+    if dtype not in INT_DTYPES:
+        raise TypeError(f"{name} must be an integer dtype of 8 to 64 bits (not bool), got {dtype}")
 
 
 def float_dtype(dtype, name):
@@ -48,11 +63,19 @@ def float_tensor(x, name="x"):
 
 
 def same_device(x, s, name="x"):
-    """x and state on one device, except that a CPU state also serves CUDA inputs (docs/cuda.md)."""
+    """x and state on one device, except that a CPU state holding one key also serves CUDA inputs (docs/cuda.md)."""
     if s.device.type == "cpu" and x.device.type == "cuda":
+        if s.dim() > 1 and s.numel() > 2:
+            raise ValueError(f"a batched state for {name} on {x.device} must be on that device, got one on the CPU")
         return
     if x.device != s.device and x.device.type != "meta" and s.device.type != "meta":
         raise ValueError(f"{name} is on {x.device} but state is on {s.device}")
+
+
+def _isfinite(v):
+    """math.isfinite as comparisons: torch.compile(dynamic=True) may trace a float default as a symbolic
+    float, on which comparisons guard but math.isfinite breaks the graph."""
+    return -math.inf < v < math.inf
 
 
 def _as_float(v, name):
@@ -67,7 +90,7 @@ def real(v, name):
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
     v = _as_float(v, name)
-    if not math.isfinite(v):
+    if not _isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
     return v
 
@@ -87,7 +110,7 @@ _FLOAT32_LIMIT = float.fromhex("0x1.ffffffp+127")
 
 def _finite_in(v, dtype):
     """v is finite in the compute type of dtype: float64 for float64, float32 for the others."""
-    return math.isfinite(v) and (dtype in (None, torch.float64) or abs(v) < _FLOAT32_LIMIT)
+    return _isfinite(v) and (dtype in (None, torch.float64) or abs(v) < _FLOAT32_LIMIT)
 
 
 def half_width(half, name="half", dtype=None):
@@ -104,7 +127,7 @@ def interval(low, high, dtype=None):
     low, high = real(low, "low"), real(high, "high")
     if low > high:
         raise ValueError(f"low must be <= high, got low={low}, high={high}")
-    if not math.isfinite(high - low):
+    if not _isfinite(high - low):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
     if not all(_finite_in(v, dtype) for v in (low, high, high - low)):
         raise ValueError(f"low, high and high - low must be finite in float32 (the compute type of {dtype}), "
@@ -129,3 +152,30 @@ def size(sz, name="size"):
     if all(isinstance(n, int) for n in sz) and math.prod(sz) * 8 >= 1 << 63:
         raise ValueError(f"{name} {tuple(sz)} has too many elements for an int64 tensor")
     return list(sz)
+
+
+def num(n, name="num"):
+    if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
+        raise TypeError(f"{name} must be an int, got {type(n).__name__}")
+    if isinstance(n, int) and not 1 <= n < 1 << 63:
+        raise ValueError(f"{name} must be >= 1, got {n}")
+    return n
+
+
+def fold_data(data, s, name="data"):
+    """fold_in's data as an int64 tensor on the state's device: one value, or one per key."""
+    if isinstance(data, torch.Tensor):
+        if data.dtype not in STATE_DTYPES:
+            raise TypeError(f"{name} must be an int in [0, 2^64) or an int64/uint64 tensor, got dtype {data.dtype}")
+        if data.device != s.device:
+            raise ValueError(f"{name} is on {data.device} but state is on {s.device}")
+        try:
+            return torch.broadcast_to(data, s.shape[:-1]).contiguous()
+        except RuntimeError:
+            raise ValueError(f"{name} of shape {tuple(data.shape)} does not broadcast to the state's batch shape "
+                             f"{tuple(s.shape[:-1])}") from None
+    if isinstance(data, bool) or not isinstance(data, int):
+        raise TypeError(f"{name} must be an int in [0, 2^64) or an int64/uint64 tensor, got {type(data).__name__}")
+    if not 0 <= data < 1 << 64:
+        raise ValueError(f"{name} must be in [0, 2^64), got {data}")
+    return torch.tensor(data - (1 << 64) if data >= 1 << 63 else data, dtype=torch.int64, device=s.device)

@@ -1,8 +1,9 @@
 """The rngx custom ops, in one place: schemas, fake kernels and autograd formulas.
 
 The CPU kernels are C (csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of
-its inputs: the stream position comes in as an explicit int64 `state` tensor [seed, offset], so eager,
-compiled and exported code compute the same bits. The one exception is `seed_state`, which draws a fresh
+its inputs: the stream position comes in as an explicit `state` tensor of [seed, offset] keys (int64 or
+uint64, offset in Philox blocks; shape (2,) or batched (*B, 2)), so eager, compiled and exported code compute
+the same bits. The one exception is `seed_state`, which draws a fresh
 seed from torch's default CPU generator; it is tagged nondeterministic_seeded so no compiler pass
 deduplicates or drops it.
 """
@@ -13,12 +14,14 @@ import torch
 from . import _checks
 
 _lib = torch.library.Library("rngx", "DEF")
-_lib.define("bits(SymInt[] size, Tensor state) -> Tensor")
+_lib.define("bits(SymInt[] size, Tensor state, ScalarType dtype) -> Tensor")
 _lib.define("uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None) -> Tensor")
 _lib.define("quantize_noise(Tensor x, Tensor state, float half) -> Tensor")
 _lib.define("dropout(Tensor x, Tensor state, float p) -> Tensor")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
-_lib.define("take_(Tensor(a!) state, SymInt words) -> Tensor")
+_lib.define("split(Tensor state, int num) -> Tensor")
+_lib.define("fold_in(Tensor state, Tensor data) -> Tensor")
+_lib.define("take_(Tensor(a!) state, SymInt blocks) -> Tensor")
 # Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
 # them: an ordered effect threads a token through every call, in program order.
 _lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
@@ -30,15 +33,32 @@ ops = torch.ops.rngx
 
 # ---- bits ----
 @torch.library.register_fake("rngx::bits")
-def _(size, state):
+def _(size, state, dtype):
+    _checks.state(state, shape=size)
+    _checks.int_dtype(dtype, "dtype")
+    return state.new_empty(size, dtype=dtype)
+
+
+# ---- split / fold_in: new keys derived from old ones; not differentiable ----
+@torch.library.register_fake("rngx::split")
+def _(state, num):
     _checks.state(state)
-    return state.new_empty(size, dtype=torch.int64)
+    _checks.num(num)
+    return state.new_empty((num, *state.shape))
+
+
+@torch.library.register_fake("rngx::fold_in")
+def _(state, data):
+    _checks.state(state)
+    if data.numel() != 1 and tuple(data.shape) != tuple(state.shape[:-1]):
+        raise ValueError(f"data must hold one value or have shape {tuple(state.shape[:-1])}, got {tuple(data.shape)}")
+    return torch.empty_like(state)
 
 
 # ---- uniform ----
 @torch.library.register_fake("rngx::uniform")
 def _(like, state, low, high, dtype=None):
-    _checks.state(state)
+    _checks.state(state, shape=like.shape)
     _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype")
     _checks.interval(low, high)
     return torch.empty_like(like, dtype=dtype)
@@ -58,7 +78,7 @@ torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_contex
 # ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
 @torch.library.register_fake("rngx::quantize_noise")
 def _(x, state, half):
-    _checks.state(state)
+    _checks.state(state, shape=x.shape)
     _checks.float_tensor(x)
     _checks.half_width(half)
     return torch.empty_like(x)
@@ -74,7 +94,7 @@ torch.library.register_autograd("rngx::quantize_noise", _noise_backward, setup_c
 # ---- dropout: backward recomputes the mask from (state, p); no mask is ever stored ----
 @torch.library.register_fake("rngx::dropout")
 def _(x, state, p):
-    _checks.state(state)
+    _checks.state(state, shape=x.shape)
     _checks.float_tensor(x)
     _checks.probability(p)
     return torch.empty_like(x)
@@ -102,20 +122,27 @@ torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_contex
 _take_lock = threading.Lock()
 
 
-@torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
-def _(state, words):
+def _check_take(state, blocks):
     _checks.state(state)
-    if words < 0:
-        raise ValueError(f"words must be >= 0, got {words}")
+    if state.dtype != torch.int64 or state.shape != (2,):
+        raise ValueError(f"take_ advances a Generator's state: an int64 tensor of shape (2,), got {state.dtype} "
+                         f"{tuple(state.shape)}")
+    if isinstance(blocks, int) and blocks < 0:
+        raise ValueError(f"blocks must be >= 0, got {blocks}")
+
+
+@torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
+def _(state, blocks):
+    _check_take(state, blocks)
     with _take_lock:
         taken = state.clone()
-        state[1:].add_(words)  # int64 add wraps: the offset is unsigned, modulo 2^64
+        state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
     return taken
 
 
 @torch.library.register_fake("rngx::take_")
-def _(state, words):
-    _checks.state(state)
+def _(state, blocks):
+    _check_take(state, blocks)
     return torch.empty_like(state)
 
 

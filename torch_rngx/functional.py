@@ -1,39 +1,88 @@
 """Stateless ops: the result is a pure function of the arguments, and `state` is never modified.
 
-`state` is an int64 tensor of shape (2,): [seed, offset], both read as unsigned 64-bit. The element at
-logical (row-major) index i takes words offset + k*i ... offset + k*i + k - 1 of seed's Philox4x32-10
-stream (k = 2 for float64, else 1). See docs/stream.md.
+`state` is a key `[seed, offset]`, an int64 or uint64 tensor of shape (2,) (both read as unsigned 64-bit; the
+offset counts 128-bit Philox blocks), exactly a `torch.func._random` key. The element at logical (row-major)
+index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at block `offset` (k = 2 for float64,
+else 1). A batched state of shape (*B, 2) gives each slice of the output its own key. See docs/stream.md.
+
+Keys:
+    key(seed, device=None, dtype=torch.int64) -> state
+    split(state, num=2) -> states of shape (num, *B, 2)
+    fold_in(state, data) -> state
+    blocks_used(numel, dtype) -> int
+Samplers (like: the output's shape, strides and device):
+    bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
+    quantize_noise(x, state, half), dropout(x, state, p)
 """
+import operator
+
 import torch
 
 from . import _checks
 from ._ops import ops
 
+_U64 = 1 << 64
 
-def words_used(numel, dtype):
-    """Stream words one call on `numel` elements of `dtype` consumes: round_up(numel * k, 4).
 
-    A Generator advances its offset by this much per call, whatever the op's parameters."""
+def blocks_used(numel, dtype):
+    """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
+    k = 2 for float64, int64 and uint64, else 1. A Generator advances its offset by this much per call."""
     if isinstance(numel, bool) or not isinstance(numel, (int, torch.SymInt)):
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
     if isinstance(numel, int) and numel < 0:
         raise ValueError(f"numel must be >= 0, got {numel}")
-    _checks.float_dtype(dtype, "dtype")
-    k = 2 if dtype == torch.float64 else 1
-    return (numel * k + 3) // 4 * 4
+    if dtype not in _checks.FLOAT_DTYPES + _checks.INT_DTYPES:
+        raise TypeError(f"dtype must be a float or integer dtype, got {dtype}")
+    k = 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
+    return (numel * k + 3) // 4
 
 
-def bits(size, state):
-    """An int64 tensor of `size` whose elements are consecutive stream words, each in [0, 2^32)."""
-    size = _checks.size(size)
+def key(seed, device=None, dtype=torch.int64):
+    """The key [seed, 0] for an int seed in [0, 2^64): int64 (seeds >= 2^63 stored as their bits) or uint64,
+    which is what torch.func._random.key returns."""
+    if isinstance(seed, bool):
+        raise TypeError("seed must be an int, got bool")
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}") from None
+    if not 0 <= seed < _U64:
+        raise ValueError(f"seed must be in [0, 2^64), got {seed}")
+    if dtype not in _checks.STATE_DTYPES:
+        raise TypeError(f"dtype must be torch.int64 or torch.uint64, got {dtype}")
+    bits = seed - _U64 if seed >= 1 << 63 else seed
+    return torch.tensor([bits, 0], dtype=torch.int64, device=device).view(dtype)
+
+
+def split(state, num=2):
+    """`num` new keys from each key in `state`, shape (num, *B, 2), as torch.func._random.split: child i of
+    [seed, offset] is Philox block offset + i of seed, read as two 64-bit words. Don't draw from `state` after
+    deriving from it (JAX's rule): its words are the children's seeds."""
     _checks.state(state)
-    return ops.bits(size, state)
+    return ops.split(state, _checks.num(num))
+
+
+def fold_in(state, data):
+    """One new key per key in `state`, as torch.func._random.fold_in: fold_in(s, d) == split(s, d + 1)[d]. `data`
+    is an int in [0, 2^64) or an int64/uint64 tensor broadcastable to the batch shape (one datum per key)."""
+    _checks.state(state)
+    return ops.fold_in(state, _checks.fold_data(data, state))
+
+
+def bits(size, state, *, dtype=torch.int32):
+    """Raw stream bits of `size`, as torch.func._random.bits (torch 2.15): integer dtypes of up to 32 bits take
+    one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds each
+    word's 32 bits, so negative values appear."""
+    size = _checks.size(size)
+    _checks.state(state, shape=size)
+    _checks.int_dtype(dtype, "dtype")
+    return ops.bits(size, state, dtype)
 
 
 def uniform(like, state, low=0.0, high=1.0, *, dtype=None):
     """U[low, high) with the dtype (or `dtype`), device and strides of torch.empty_like(like)."""
     _checks.strided(like, "like")
-    _checks.state(state)
+    _checks.state(state, shape=like.shape)
     _checks.same_device(like, state, "like")
     _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
     low, high = _checks.interval(low, high, like.dtype if dtype is None else dtype)
@@ -43,7 +92,7 @@ def uniform(like, state, low=0.0, high=1.0, *, dtype=None):
 def quantize_noise(x, state, half=0.5):
     """x + U[-half, half) in one pass; differentiable, with d/dx = 1."""
     _checks.float_tensor(x)
-    _checks.state(state)
+    _checks.state(state, shape=x.shape)
     _checks.same_device(x, state)
     return ops.quantize_noise(x, state, _checks.half_width(half, dtype=x.dtype))
 
@@ -51,6 +100,6 @@ def quantize_noise(x, state, half=0.5):
 def dropout(x, state, p):
     """Keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes the mask from `state`."""
     _checks.float_tensor(x)
-    _checks.state(state)
+    _checks.state(state, shape=x.shape)
     _checks.same_device(x, state)
     return ops.dropout(x, state, _checks.probability(p))

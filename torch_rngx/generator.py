@@ -1,10 +1,11 @@
-"""Generator: an explicit stream position that advances by words_used per call, like torch.Generator."""
+"""Generator: an explicit stream position that advances by blocks_used per call, like torch.Generator."""
 import operator
 
 import torch
 
 from . import _checks
 from ._ops import ops
+from .functional import fold_in, split
 
 _U64 = 1 << 64
 
@@ -23,7 +24,7 @@ def _fixed_address(state):
 
 
 class Generator:
-    """Owns `state`, an int64 tensor [seed, offset]. Each torch_rngx call with generator=g reads g.state and
+    """Owns `state`, an int64 tensor [seed, offset] (offset in Philox blocks). Each torch_rngx call with generator=g reads g.state and
     advances the offset in place, so the call sequence is the same eager, compiled and exported.
 
     Generator(seed=None) draws its seed from torch's default CPU generator, so torch.manual_seed makes it
@@ -63,19 +64,35 @@ class Generator:
         return self.state.clone()
 
     def set_state(self, new_state):
+        """Continues from a key [seed, offset]: int64 or uint64 (a torch.func._random key), shape (2,)."""
         _checks.state(new_state, "new_state")
-        self.state.copy_(new_state)
+        if new_state.shape != (2,):
+            raise ValueError(f"new_state must have shape (2,) = [seed, offset], got {tuple(new_state.shape)}")
+        self.state.copy_(new_state.view(torch.int64))
         return self
 
     def clone(self):
         """An independent Generator at the same stream position."""
+        return Generator._at(self.state.clone())
+
+    def split(self, n):
+        """n new Generators from the current state (functional.split); this one does not advance. As in JAX,
+        don't draw from this Generator's current state after deriving from it: call manual_seed or draw first."""
+        return [Generator._at(child) for child in split(self.state, _checks.num(n, "n")).unbind(0)]
+
+    def fold_in(self, data):
+        """A new Generator whose state is functional.fold_in(state, data); this one does not advance."""
+        return Generator._at(fold_in(self.state, data))
+
+    @staticmethod
+    def _at(state):
         g = Generator.__new__(Generator)
-        g.state = _fixed_address(self.state.clone())
+        g.state = _fixed_address(state.clone())
         return g
 
-    def _take(self, words):
-        """The state for one call, then advances the offset past the words that call consumes."""
-        return ops.take_(self.state, words)
+    def _take(self, blocks):
+        """The state for one call, then advances the offset past the blocks that call consumes."""
+        return ops.take_(self.state, blocks)
 
     def __repr__(self):
         return f"torch_rngx.Generator(seed={self.initial_seed()}, offset={int(self.state[1]) % _U64})"

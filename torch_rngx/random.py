@@ -6,7 +6,7 @@ import torch
 from . import _checks
 from ._ops import ops
 from .functional import dropout as _dropout_op
-from .functional import quantize_noise, uniform, words_used
+from .functional import blocks_used, quantize_noise, uniform
 from .generator import Generator
 
 
@@ -15,7 +15,7 @@ def _state_for(generator, numel, dtype):
         return ops.seed_state()
     if not isinstance(generator, Generator):
         raise TypeError(f"generator must be a torch_rngx.Generator or None, got {type(generator).__name__}")
-    return generator._take(words_used(numel, dtype))
+    return generator._take(blocks_used(numel, dtype))
 
 
 def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None):

@@ -23,11 +23,22 @@ def layouts(dtype, device="cpu"):
 def samples(device="cpu"):
     """(op, args) pairs: every op, every supported dtype and layout, with and without requires_grad."""
     state = torch.tensor([0x1234_5678_9ABC_DEF0, 13], dtype=torch.int64, device=device)
+    batched = torch.stack([state, state + 1, state + 2]).view(3, 1, 1, 2)  # a key per slice of dim 0
     yield ops.seed_state.default, ()
     yield ops.take_.default, (state.clone(), 8)
     for size in ([], [0], [7], [3, 5], [2, 0, 3]):
-        yield ops.bits.default, (size, state)
+        for dtype in (torch.int32, torch.int64, torch.uint8):
+            yield ops.bits.default, (size, state, dtype)
+    yield ops.bits.default, ([3, 4, 5], batched, torch.int32)
+    for keys in (state, batched, state.view(torch.uint64)):
+        yield ops.split.default, (keys, 3)
+        yield ops.fold_in.default, (keys, torch.tensor(5, device=device))
+    yield ops.fold_in.default, (batched, torch.arange(3, device=device).view(3, 1, 1))
     for dtype in FLOAT_DTYPES:
+        x = torch.randn(3, 4, 5, device=device).to(dtype).requires_grad_()
+        yield ops.uniform.default, (x, batched, 0.0, 1.0, None)
+        yield ops.quantize_noise.default, (x, batched, 0.5)
+        yield ops.dropout.default, (x, batched, 0.3)
         for _, x in layouts(dtype, device):
             for requires_grad in (False, True):
                 x = x.detach().requires_grad_(requires_grad)

@@ -19,8 +19,8 @@ RNGX_FN float rngx_u24(uint32_t w) { return (float)(w & RNGX_U24_MASK) * 0x1p-24
 RNGX_FN float rngx_u11(uint32_t w) { return (float)(w & RNGX_U11_MASK) * 0x1p-11f; }
 RNGX_FN float rngx_u8(uint32_t w) { return (float)(w & RNGX_U8_MASK) * 0x1p-8f; }
 
-/* w0 is the element's first word, w1 its second. */
-RNGX_FN uint64_t rngx_m53(uint32_t w0, uint32_t w1) { return (((uint64_t)w1 << 32) | w0) & RNGX_U53_MASK; }
+/* w0 is the element's first word, w1 its second: 21 bits of w0 above all 32 of w1 (torch.func._random's packing). */
+RNGX_FN uint64_t rngx_m53(uint32_t w0, uint32_t w1) { return (((uint64_t)w0 << 32) | w1) & RNGX_U53_MASK; }
 RNGX_FN double rngx_u53(uint32_t w0, uint32_t w1) { return (double)rngx_m53(w0, w1) * 0x1p-53; }
 
 RNGX_FN uint32_t rngx_f32_bits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }

@@ -3,7 +3,8 @@
 // An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
 // (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).
 // Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
-// covers a group when the offset is a multiple of 4. Elements, words and offsets are 64-bit throughout.
+// covers a group that starts a key's run or lies inside one with its first word on lane 0. Elements, words and
+// offsets are 64-bit throughout.
 #ifndef RNGX_LAYOUTS_CUH
 #define RNGX_LAYOUTS_CUH
 
@@ -20,34 +21,46 @@ namespace rngx {
 #define RNGX_LAUNCH(kernel, grid, block, stream, ...) kernel<<<grid, block, 0, stream>>>(__VA_ARGS__)
 #endif
 
-constexpr uint64_t kBlockMask = UINT64_MAX >> 2;  // word indices wrap at 2^64, so blocks wrap at 2^62
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride beyond this
 
-// [seed, offset]: read from device memory by the kernel itself (CUDA-graph safe), or passed by value.
-struct StateArg {
-  const int64_t *dev;
+// The job's keys (rngx_keys) by value: the [seed, offset] pairs are read from device memory by the kernel
+// itself (CUDA-graph safe), or the single key is passed by value (pairs == nullptr).
+struct Keys {
+  const int64_t *pairs;
   uint64_t seed, offset;
-  __device__ __forceinline__ void load(uint64_t &s, uint64_t &o) const {
-    if (dev != nullptr) {
-      s = (uint64_t)dev[0];
-      o = (uint64_t)dev[1];
-    } else {
+  int key_dims;
+  int64_t event;
+  int64_t sizes[RNGX_MAX_DIMS], strides[RNGX_MAX_DIMS];
+
+  // The key of run q (ops.c: rngx_key_of_run).
+  __device__ __forceinline__ void key_of_run(int64_t q, uint64_t &s, uint64_t &o) const {
+    if (pairs == nullptr) {
       s = seed;
       o = offset;
+      return;
     }
+    int64_t at = 0;
+    for (int d = key_dims - 1; d >= 0; --d) {
+      const int64_t r = q / sizes[d];
+      at += (q - r * sizes[d]) * strides[d];
+      q = r;
+    }
+    s = (uint64_t)pairs[at];
+    o = (uint64_t)pairs[at + 1];
   }
 };
 
-// w[0 .. 4K) = words first ... first + 4K - 1: K Philox blocks when first % 4 == 0, one more otherwise.
+// w[0 .. 4K) = words first ... first + 4K - 1 of key (seed, offset): K Philox blocks when first % 4 == 0, one
+// more otherwise.
 template <int K>
-__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t first, uint32_t (&w)[4 * K]) {
-  const uint64_t b = first >> 2;
+__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t first, uint32_t (&w)[4 * K]) {
+  const uint64_t b = offset + (first >> 2);
   const unsigned s = (unsigned)first & 3u;
   uint32_t a[4 * K + 4];
 #pragma unroll
   for (int q = 0; q < K; ++q) {
-    const rngx_ctr c = rngx_block(seed, (b + q) & kBlockMask);
+    const rngx_ctr c = rngx_block(seed, b + q);
 #pragma unroll
     for (int r = 0; r < 4; ++r) a[4 * q + r] = c.v[r];
   }
@@ -56,12 +69,31 @@ __device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t first, uint3
     for (int j = 0; j < 4 * K; ++j) w[j] = a[j];
     return;
   }
-  const rngx_ctr c = rngx_block(seed, (b + K) & kBlockMask);
+  const rngx_ctr c = rngx_block(seed, b + K);
 #pragma unroll
   for (int r = 0; r < 4; ++r) a[4 * K + r] = c.v[r];
   // Constant indices only, so `a` stays in registers.
 #pragma unroll
   for (int j = 0; j < 4 * K; ++j) w[j] = s == 1 ? a[j + 1] : s == 2 ? a[j + 2] : a[j + 3];
+}
+
+// The words of logical elements i0 .. i0 + 3: from one key's run when they lie in one, else element by element.
+template <int K>
+__device__ __forceinline__ void group_words(const Keys &keys, int64_t i0, uint32_t (&w)[4 * K]) {
+  const int64_t q = keys.key_dims == 0 ? 0 : i0 / keys.event, j = i0 - q * keys.event;
+  uint64_t seed, offset;
+  keys.key_of_run(q, seed, offset);
+  if (j + 4 <= keys.event) {
+    fetch_words<K>(seed, offset, (uint64_t)K * (uint64_t)j, w);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
+    keys.key_of_run(qe, seed, offset);
+#pragma unroll
+    for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (uint64_t)je + r);
+  }
 }
 
 // Four elements as aligned 8- or 16-byte accesses: one for 2- and 4-byte types, two for 8-byte ones.
@@ -98,10 +130,8 @@ __device__ __forceinline__ void store4(T *p, const T (&v)[4]) {
 // ---- contiguous: element i at out[i] (and in[i]); `wide` when both pointers suit load4/store4 ----
 template <class Op>
 __global__ void __launch_bounds__(kThreads)
-    contiguous_kernel(Op op, StateArg st, typename Op::T *out, const typename Op::T *in, int64_t n, bool wide) {
+    contiguous_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, bool wide) {
   using T = typename Op::T;
-  uint64_t seed, offset;
-  st.load(seed, offset);
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t i0 = 4 * g;
@@ -117,7 +147,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     uint32_t w[4 * Op::K];
-    fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
+    group_words<Op::K>(keys, i0, w);
 #pragma unroll  // constant j keeps w in registers
     for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + Op::K * j);
     if (full) {
@@ -139,12 +169,10 @@ struct Transposed {
 constexpr int kTile = 32, kRows = kThreads / kTile;
 
 template <class Op>
-__global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, StateArg st, typename Op::T *out,
+__global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, typename Op::T *out,
                                                               const typename Op::T *in, Transposed g) {
   using T = typename Op::T;
   __shared__ T tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
-  uint64_t seed, offset;
-  st.load(seed, offset);
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
   const int vc = t >> 3, vl = (t & 7) * 4;  // this thread's value group: column vc, rows vl .. vl + 3
   for (int64_t n = blockIdx.z; n < g.N; n += gridDim.z)
@@ -157,7 +185,7 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, StateArg st
         if (c0 + vc < g.C) {
           const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
           uint32_t w[4 * Op::K];
-          fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
+          group_words<Op::K>(keys, i0, w);
 #pragma unroll
           for (int j = 0; j < 4; ++j)
             if (l0 + vl + j < g.L) tile[vl + j][vc] = op(Op::kReads ? tile[vl + j][vc] : T(), w + Op::K * j);
@@ -188,16 +216,14 @@ __device__ __forceinline__ void locate(const Strided &g, int64_t i, int64_t &po,
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads)
-    strided_kernel(Op op, StateArg st, typename Op::T *out, const typename Op::T *in, int64_t n, Strided g) {
+    strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, Strided g) {
   using T = typename Op::T;
-  uint64_t seed, offset;
-  st.load(seed, offset);
   const int last = g.ndim - 1;
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
     uint32_t w[4 * Op::K];
-    fetch_words<Op::K>(seed, offset + (uint64_t)Op::K * (uint64_t)i0, w);
+    group_words<Op::K>(keys, i0, w);
     int64_t po, pi, inner = 0;
     locate(g, i0, po, pi, inner);
 #pragma unroll
@@ -248,14 +274,28 @@ inline unsigned blocks_for(int64_t groups) {
 
 inline unsigned clamp_dim(int64_t v, int64_t most) { return (unsigned)(v < most ? v : most); }
 
+inline Keys keys_of(const rngx_job *job) {
+  Keys k{};
+  k.pairs = job->keys.pairs;
+  k.seed = job->keys.seed;
+  k.offset = job->keys.offset;
+  k.key_dims = job->keys.key_dims;
+  k.event = job->keys.event;
+  for (int d = 0; d < k.key_dims; ++d) {
+    k.sizes[d] = job->sizes[d];
+    k.strides[d] = job->keys.key_strides[d];
+  }
+  return k;
+}
+
 template <class Op>
-int launch(const Op &op, const rngx_job *job, const int64_t *state, void *stream_ptr) {
+int launch(const Op &op, const rngx_job *job, void *stream_ptr) {
   using T = typename Op::T;
   int64_t n = 1;
   for (int d = 0; d < job->ndim; ++d) n *= job->sizes[d];
   if (n == 0) return (int)cudaSuccess;
   const cudaStream_t stream = (cudaStream_t)stream_ptr;
-  const StateArg st = {state, job->seed, job->offset};
+  const Keys st = keys_of(job);
   T *out = (T *)job->out.data;
   const T *in = Op::kReads ? (const T *)job->in.data : nullptr;
   const Strided c = coalesce(job, Op::kReads);

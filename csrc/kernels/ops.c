@@ -34,13 +34,18 @@
 #define RNGX_CLONES
 #endif
 
-int rngx_words_per_element(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 2 : 1; }
+int rngx_words_per_element(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 || dtype == RNGX_BITS64 ? 2 : 1; }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static int64_t element_size(rngx_dtype dtype) {
-  return dtype == RNGX_FLOAT16 || dtype == RNGX_BFLOAT16 ? 2 : dtype == RNGX_FLOAT32 ? 4 : 8;
+  switch (dtype) {
+    case RNGX_BITS8: return 1;
+    case RNGX_FLOAT16: case RNGX_BFLOAT16: case RNGX_BITS16: return 2;
+    case RNGX_FLOAT32: case RNGX_BITS32: return 4;
+    default: return 8;
+  }
 }
 
 /* ---- the ops' math on one run: n elements along a row, out[j * so] (and in[j * si]) from words w[k * j ...] ----
@@ -76,10 +81,29 @@ static inline uint16_t store16(rngx_dtype dt, float f) {
   return dt == RNGX_FLOAT16 ? rngx_f32_to_f16_lanes(f) : rngx_f32_to_bf16_lanes(f);
 }
 
-static void bits_run(const rngx_op *op, const rngx_run *r) {
-  int64_t *o = r->out;
+/* bits: the low bits of one word, or two words first-word-high (torch.func._random.bits). */
+static void bits8(const rngx_op *op, const rngx_run *r) {
+  uint8_t *o = r->out;
   (void)op;
-  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (int64_t)r->w[j];
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (uint8_t)r->w[j];
+}
+
+static void bits16(const rngx_op *op, const rngx_run *r) {
+  uint16_t *o = r->out;
+  (void)op;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (uint16_t)r->w[j];
+}
+
+static void bits32(const rngx_op *op, const rngx_run *r) {
+  uint32_t *o = r->out;
+  (void)op;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = r->w[j];
+}
+
+static void bits64(const rngx_op *op, const rngx_run *r) {
+  uint64_t *o = r->out;
+  (void)op;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (uint64_t)r->w[2 * j] << 32 | r->w[2 * j + 1];
 }
 
 /* uniform: low + u * (high - low), multiply and add each rounded. */
@@ -260,10 +284,41 @@ typedef struct {
   int64_t size; /* element size in bytes */
 } rngx_walk;
 
-/* The words of logical elements [i, i + n): whole blocks into buf, so the result starts at buf + (first % 4). */
+void rngx_key_of_run(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset) {
+  const rngx_keys *keys = &job->keys;
+  if (keys->pairs == NULL) {
+    *seed = keys->seed;
+    *offset = keys->offset;
+    return;
+  }
+  int64_t at = 0;
+  for (int d = keys->key_dims - 1; d >= 0; --d) {
+    at += q % job->sizes[d] * keys->key_strides[d];
+    q /= job->sizes[d];
+  }
+  *seed = (uint64_t)keys->pairs[at];
+  *offset = (uint64_t)keys->pairs[at + 1];
+}
+
+/* The first word of element i is lane (k * j) % 4 of its key's stream, j = i % event. */
+static uint64_t lane_of(const rngx_walk *wk, int64_t i) { return (uint64_t)wk->k * (uint64_t)(i % wk->job->keys.event) & 3u; }
+
+/* The words of logical elements [i, i + n), one key run after another: the first run's whole blocks go to buf,
+ * so the words start at buf + lane_of(i); each later run starts a key's stream, so its blocks go right after
+ * the words before it. buf holds lane_of(i) + k * n words, plus 3 that a last partial block may write. */
 static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint32_t *buf) {
-  const uint64_t first = wk->job->offset + (uint64_t)wk->k * (uint64_t)i, lane = first & 3u;
-  rngx_fill_blocks(wk->job->seed, first >> 2, (int64_t)((lane + (uint64_t)(wk->k * n) + 3u) >> 2), buf);
+  const int64_t event = wk->job->keys.event, k = wk->k;
+  const uint64_t lane = lane_of(wk, i);
+  uint32_t *next = buf;
+  for (int64_t end = i + n; i < end;) {
+    const int64_t q = i / event, j = i - q * event, m = min64(end - i, event - j);
+    const uint64_t first = (uint64_t)k * (uint64_t)j;
+    uint64_t seed, offset;
+    rngx_key_of_run(wk->job, q, &seed, &offset);
+    rngx_fill_blocks(seed, offset + (first >> 2), (int64_t)(((first & 3u) + (uint64_t)(k * m) + 3u) >> 2), next);
+    next += (next == buf ? lane : 0) + k * m;
+    i += m;
+  }
   return buf + lane;
 }
 
@@ -279,14 +334,13 @@ static void run_row(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t o
 /* Logical order, in batches of consecutive elements, each cut into runs along rows. Batches end on block
  * boundaries, so after the first every batch is whole SIMD groups. */
 static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
-  uint32_t buf[BATCH_WORDS];
+  uint32_t buf[BATCH_WORDS + 4];
   const int64_t row_len = wk->l->size[wk->l->nd - 1];
   rngx_cursor c;
   cursor_seek(wk->l, begin / row_len, &c);
   int64_t col = begin % row_len;
   for (int64_t i = begin; i < end;) {
-    const uint64_t lane = (wk->job->offset + (uint64_t)wk->k * (uint64_t)i) & 3u;
-    const int64_t n = min64(end - i, (BATCH_WORDS - (int64_t)lane) / wk->k);
+    const int64_t n = min64(end - i, (BATCH_WORDS - (int64_t)lane_of(wk, i)) / wk->k);
     const uint32_t *w = words_for(wk, i, n, buf);
     for (int64_t j = 0; j < n;) {
       const int64_t run = min64(row_len - col, n - j);
@@ -304,7 +358,7 @@ static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
 
 /* Tiles of TILE_ROWS rows by TILE_WORDS words per row, each row's piece clipped to [begin, end). */
 static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
-  uint32_t buf[TILE_WORDS + 4];
+  uint32_t buf[TILE_WORDS + 8];
   int64_t out_row[TILE_ROWS], in_row[TILE_ROWS];
   const int64_t row_len = wk->l->size[wk->l->nd - 1], width = TILE_WORDS / wk->k, last_row = (end - 1) / row_len;
   rngx_cursor c;
@@ -345,7 +399,8 @@ static rngx_run_fn by_dtype(rngx_dtype dt, rngx_run_fn f16, rngx_run_fn bf16, rn
 }
 
 void rngx_bits(const rngx_job *job, int64_t begin, int64_t end) {
-  const rngx_op op = {.run = bits_run};
+  const rngx_dtype dt = job->dtype;
+  const rngx_op op = {.run = dt == RNGX_BITS8 ? bits8 : dt == RNGX_BITS16 ? bits16 : dt == RNGX_BITS32 ? bits32 : bits64};
   run(job, &op, begin, end);
 }
 
@@ -368,4 +423,21 @@ void rngx_dropout(const rngx_job *job, double p, int64_t begin, int64_t end) {
                       .reads_input = 1, .scale = (float)scale, .scale64 = scale,
                       .keep = (uint32_t)ceil(p * 0x1p24), .keep64 = (uint64_t)ceil(p * 0x1p53)};
   run(job, &op, begin, end);
+}
+
+/* ---- key derivation ---- */
+
+static void child_key(const int64_t *key, uint64_t d, int64_t *out) {
+  const rngx_ctr r = rngx_block((uint64_t)key[0], (uint64_t)key[1] + d);
+  out[0] = (int64_t)((uint64_t)r.v[1] << 32 | r.v[0]);
+  out[1] = (int64_t)((uint64_t)r.v[3] << 32 | r.v[2]);
+}
+
+void rngx_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out) {
+  for (int64_t i = 0; i < num; ++i)
+    for (int64_t b = 0; b < n; ++b) child_key(keys + 2 * b, (uint64_t)i, out + 2 * (i * n + b));
+}
+
+void rngx_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out) {
+  for (int64_t b = 0; b < n; ++b) child_key(keys + 2 * b, (uint64_t)data[b * data_stride], out + 2 * b);
 }

@@ -9,7 +9,11 @@
 extern "C" {
 #endif
 
-typedef enum { RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64, RNGX_INT64 } rngx_dtype;
+/* The float types the ops compute in, and the integer widths `bits` writes (signedness does not change bits). */
+typedef enum {
+  RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64,
+  RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64
+} rngx_dtype;
 
 #define RNGX_MAX_DIMS 64
 
@@ -18,22 +22,41 @@ typedef struct {
   const int64_t *strides; /* in elements, one per dim */
 } rngx_operand;
 
+/* Which key each element uses, and its index inside that key's run (docs/stream.md, "Batched states"). The
+ * output's first key_dims dims pick the key; the rest form runs of `event` elements, in logical order. */
 typedef struct {
-  uint64_t seed, offset; /* the state, read as unsigned */
+  const int64_t *pairs;       /* [seed, offset] pairs, offsets in Philox blocks; NULL: the single key below */
+  uint64_t seed, offset;      /* the key when pairs is NULL */
+  int key_dims;               /* 0: one key for the whole tensor */
+  const int64_t *key_strides; /* per key dim, in int64 elements of pairs; 0 where the state broadcasts */
+  int64_t event;              /* elements per key: the product of sizes[key_dims:] (>= 1) */
+} rngx_keys;
+
+typedef struct {
+  rngx_keys keys;
   rngx_dtype dtype;      /* of out, and of in where the op reads one */
   int ndim;              /* <= RNGX_MAX_DIMS */
   const int64_t *sizes;  /* the logical shape, shared by out and in */
   rngx_operand out, in;
 } rngx_job;
 
-/* Words each element takes from the stream: 2 for float64, else 1 (bits: one word per int64). */
+/* Words each element takes from its key's stream: 2 for float64 and 64-bit bits, else 1. */
 int rngx_words_per_element(rngx_dtype dtype);
 
-void rngx_bits(const rngx_job *job, int64_t begin, int64_t end); /* out: int64 */
+/* The key of key run q (logical elements [q * event, (q + 1) * event)). */
+void rngx_key_of_run(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset);
+
+void rngx_bits(const rngx_job *job, int64_t begin, int64_t end); /* out: 8/16/32/64-bit integers */
 void rngx_uniform(const rngx_job *job, double low, double high, int64_t begin, int64_t end);
 void rngx_quantize_noise(const rngx_job *job, double half, int64_t begin, int64_t end);
 /* Also the backward: dropout's gradient is dropout of the incoming gradient with the same state. */
 void rngx_dropout(const rngx_job *job, double p, int64_t begin, int64_t end);
+
+/* Key derivation (docs/stream.md, "split and fold_in"): the child of key (s, o) for index d is
+ * (r0 | r1 << 32, r2 | r3 << 32) with r = block(s, o + d). `keys` are n contiguous [seed, offset] pairs.
+ * split: out[(i * n + b) * 2 ...] = child(keys[b], i) for i < num. fold_in: out[b] = child(keys[b], data[b * data_stride]). */
+void rngx_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out);
+void rngx_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out);
 
 #ifdef __cplusplus
 }

@@ -30,12 +30,39 @@ struct BF16 {
   static __device__ __forceinline__ float u(uint32_t w) { return rngx_u8(w); }
 };
 
+// bits: the low bits of one word, or two words first-word-high
+template <class U>
 struct Bits {
-  using T = int64_t;
+  using T = U;
   static constexpr int K = 1;
   static constexpr bool kReads = false;
-  __device__ T operator()(T, const uint32_t *w) const { return (int64_t)w[0]; }
+  __device__ T operator()(T, const uint32_t *w) const { return (T)w[0]; }
 };
+struct Bits64 {
+  using T = uint64_t;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  __device__ T operator()(T, const uint32_t *w) const { return (uint64_t)w[0] << 32 | w[1]; }
+};
+
+// split / fold_in: child d of key (s, o) is block(s, o + d) packed as two 64-bit words (ops.c: child_key).
+__device__ __forceinline__ void child_key(const int64_t *key, uint64_t d, int64_t *out) {
+  const rngx_ctr r = rngx_block((uint64_t)key[0], (uint64_t)key[1] + d);
+  out[0] = (int64_t)((uint64_t)r.v[1] << 32 | r.v[0]);
+  out[1] = (int64_t)((uint64_t)r.v[3] << 32 | r.v[2]);
+}
+
+__global__ void split_kernel(const int64_t *keys, int64_t n, int64_t num, int64_t *out) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n * num; t += step)
+    child_key(keys + 2 * (t % n), (uint64_t)(t / n), out + 2 * t);
+}
+
+__global__ void fold_in_kernel(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < n; b += step)
+    child_key(keys + 2 * b, (uint64_t)data[b * data_stride], out + 2 * b);
+}
 
 // low + u * (high - low)
 template <class F>
@@ -104,40 +131,59 @@ using namespace rngx;
 
 // The parameters below are computed on the host exactly as ops.c computes them.
 
-extern "C" int rngx_cuda_bits(const rngx_job *job, const int64_t *state, void *stream) {
-  return launch(Bits{}, job, state, stream);
+extern "C" int rngx_cuda_bits(const rngx_job *job, void *stream) {
+  switch (job->dtype) {
+    case RNGX_BITS8: return launch(Bits<uint8_t>{}, job, stream);
+    case RNGX_BITS16: return launch(Bits<uint16_t>{}, job, stream);
+    case RNGX_BITS32: return launch(Bits<uint32_t>{}, job, stream);
+    case RNGX_BITS64: return launch(Bits64{}, job, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
 }
 
-extern "C" int rngx_cuda_uniform(const rngx_job *job, const int64_t *state, void *stream, double low, double high) {
+extern "C" int rngx_cuda_uniform(const rngx_job *job, void *stream, double low, double high) {
   const float lo = (float)low, width = (float)(high - low);
   switch (job->dtype) {
-    case RNGX_FLOAT64: return launch(UniformF64{low, high - low}, job, state, stream);
-    case RNGX_FLOAT32: return launch(Uniform<F32>{lo, width}, job, state, stream);
-    case RNGX_FLOAT16: return launch(Uniform<F16>{lo, width}, job, state, stream);
-    case RNGX_BFLOAT16: return launch(Uniform<BF16>{lo, width}, job, state, stream);
+    case RNGX_FLOAT64: return launch(UniformF64{low, high - low}, job, stream);
+    case RNGX_FLOAT32: return launch(Uniform<F32>{lo, width}, job, stream);
+    case RNGX_FLOAT16: return launch(Uniform<F16>{lo, width}, job, stream);
+    case RNGX_BFLOAT16: return launch(Uniform<BF16>{lo, width}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }
 
-extern "C" int rngx_cuda_quantize_noise(const rngx_job *job, const int64_t *state, void *stream, double half) {
+extern "C" int rngx_cuda_quantize_noise(const rngx_job *job, void *stream, double half) {
   const float lo = (float)-half, width = (float)(2 * half);
   switch (job->dtype) {
-    case RNGX_FLOAT64: return launch(NoiseF64{-half, 2 * half}, job, state, stream);
-    case RNGX_FLOAT32: return launch(Noise<F32>{lo, width}, job, state, stream);
-    case RNGX_FLOAT16: return launch(Noise<F16>{lo, width}, job, state, stream);
-    case RNGX_BFLOAT16: return launch(Noise<BF16>{lo, width}, job, state, stream);
+    case RNGX_FLOAT64: return launch(NoiseF64{-half, 2 * half}, job, stream);
+    case RNGX_FLOAT32: return launch(Noise<F32>{lo, width}, job, stream);
+    case RNGX_FLOAT16: return launch(Noise<F16>{lo, width}, job, stream);
+    case RNGX_BFLOAT16: return launch(Noise<BF16>{lo, width}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }
 
-extern "C" int rngx_cuda_dropout(const rngx_job *job, const int64_t *state, void *stream, double p) {
+extern "C" int rngx_cuda_dropout(const rngx_job *job, void *stream, double p) {
   const double scale = 1.0 / (1.0 - p);
   const uint32_t keep_from = (uint32_t)ceil(p * 0x1p24);
   switch (job->dtype) {
-    case RNGX_FLOAT64: return launch(DropoutF64{(uint64_t)ceil(p * 0x1p53), scale}, job, state, stream);
-    case RNGX_FLOAT32: return launch(Dropout<F32>{keep_from, (float)scale}, job, state, stream);
-    case RNGX_FLOAT16: return launch(Dropout<F16>{keep_from, (float)scale}, job, state, stream);
-    case RNGX_BFLOAT16: return launch(Dropout<BF16>{keep_from, (float)scale}, job, state, stream);
+    case RNGX_FLOAT64: return launch(DropoutF64{(uint64_t)ceil(p * 0x1p53), scale}, job, stream);
+    case RNGX_FLOAT32: return launch(Dropout<F32>{keep_from, (float)scale}, job, stream);
+    case RNGX_FLOAT16: return launch(Dropout<F16>{keep_from, (float)scale}, job, stream);
+    case RNGX_BFLOAT16: return launch(Dropout<BF16>{keep_from, (float)scale}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
+}
+
+extern "C" int rngx_cuda_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out, void *stream) {
+  if (n * num == 0) return (int)cudaSuccess;
+  RNGX_LAUNCH(split_kernel, blocks_for(n * num), kThreads, (cudaStream_t)stream, keys, n, num, out);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride,
+                                 int64_t *out, void *stream) {
+  if (n == 0) return (int)cudaSuccess;
+  RNGX_LAUNCH(fold_in_kernel, blocks_for(n), kThreads, (cudaStream_t)stream, keys, n, data, data_stride, out);
+  return (int)cudaGetLastError();
 }

@@ -13,13 +13,17 @@
 extern "C" {
 #endif
 
-/* `state`: a device pointer to [seed, offset], read by the kernel when it runs (so a CUDA graph replay sees
- * the current values), or NULL to use job->seed and job->offset, fixed at launch.
+/* job->keys.pairs is a device pointer to the state, read by the kernel when it runs (so a CUDA graph replay sees
+ * the current values), or NULL to use job->keys.seed and offset, fixed at launch.
  * `stream`: the cudaStream_t to launch on. Each returns a cudaError_t as int: 0 on success. */
-int rngx_cuda_bits(const rngx_job *job, const int64_t *state, void *stream);
-int rngx_cuda_uniform(const rngx_job *job, const int64_t *state, void *stream, double low, double high);
-int rngx_cuda_quantize_noise(const rngx_job *job, const int64_t *state, void *stream, double half);
-int rngx_cuda_dropout(const rngx_job *job, const int64_t *state, void *stream, double p);
+int rngx_cuda_bits(const rngx_job *job, void *stream);
+int rngx_cuda_uniform(const rngx_job *job, void *stream, double low, double high);
+int rngx_cuda_quantize_noise(const rngx_job *job, void *stream, double half);
+int rngx_cuda_dropout(const rngx_job *job, void *stream, double p);
+/* rngx_split and rngx_fold_in (ops.h) on device pointers. */
+int rngx_cuda_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out, void *stream);
+int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out,
+                      void *stream);
 
 #ifdef __cplusplus
 }

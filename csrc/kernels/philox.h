@@ -48,13 +48,16 @@ RNGX_FN rngx_ctr rngx_philox4x32_10(rngx_ctr c, rngx_key k) {
 }
 
 /* The stream (docs/stream.md): block b of seed s is philox(ctr=(lo32 b, hi32 b, 0, 0), key=(lo32 s, hi32 s)),
- * and word n is lane n % 4 of block n / 4. This is cuRAND's Philox4_32_10 with curand_init(s, 0, n). */
+ * b taken modulo 2^64. This is cuRAND's Philox4_32_10 with curand_init(s, 0, 4 b). */
 RNGX_FN rngx_ctr rngx_block(uint64_t seed, uint64_t block) {
   rngx_ctr c = {{(uint32_t)block, (uint32_t)(block >> 32), 0u, 0u}};
   rngx_key k = {{(uint32_t)seed, (uint32_t)(seed >> 32)}};
   return rngx_philox4x32_10(c, k);
 }
 
-RNGX_FN uint32_t rngx_word(uint64_t seed, uint64_t n) { return rngx_block(seed, n >> 2).v[n & 3u]; }
+/* Word t of the key (seed, offset): lane t % 4 of block offset + t / 4. A call's element j takes words k*j ... */
+RNGX_FN uint32_t rngx_key_word(uint64_t seed, uint64_t offset, uint64_t t) {
+  return rngx_block(seed, offset + (t >> 2)).v[t & 3u];
+}
 
 #endif

@@ -38,13 +38,13 @@ AVX2_INLINE void round8(ctr8 *c, __m256i k0, __m256i k1) {
 /* Counters of 8 blocks from `block` on. Lane 4 * half + pos (half = 128-bit half) runs block 2 * pos + half,
  * so that the in-half transpose in store8 leaves vector pos holding blocks 2 * pos and 2 * pos + 1 in memory
  * order. The high word takes the carry (AVX2 has no unsigned compare: lo >= lane iff max(lo, lane) == lo)
- * and wraps at 2^62 like the scalar stream. */
+ * and wraps at 2^64 like the scalar stream. */
 AVX2_INLINE ctr8 counters8(uint64_t block) {
   const __m256i lane = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m256i lo = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)block), lane);
   const __m256i no_carry = _mm256_cmpeq_epi32(_mm256_max_epu32(lo, lane), lo); /* -1 or 0 */
   const __m256i hi = _mm256_set1_epi32((int)(uint32_t)((block >> 32) + 1u));   /* + 1 + (-1 or 0) */
-  ctr8 c = {{lo, _mm256_and_si256(_mm256_add_epi32(hi, no_carry), _mm256_set1_epi32((int)(RNGX_BLOCK_MASK >> 32))),
+  ctr8 c = {{lo, _mm256_add_epi32(hi, no_carry),
              _mm256_setzero_si256(), _mm256_setzero_si256()}};
   return c;
 }
@@ -62,7 +62,7 @@ AVX2_INLINE void store8(const ctr8 *c, uint32_t *out) {
 /* groups * 8 blocks from `block` on; groups is a constant at each call, so the loops over it unroll. */
 AVX2_INLINE void philox_groups(uint64_t seed, uint64_t block, int groups, uint32_t *out) {
   ctr8 c[GROUPS];
-  for (int g = 0; g < groups; ++g) c[g] = counters8((block + (uint64_t)g * GROUP) & RNGX_BLOCK_MASK);
+  for (int g = 0; g < groups; ++g) c[g] = counters8(block + (uint64_t)g * GROUP);
   __m256i k0 = _mm256_set1_epi32((int)(uint32_t)seed), k1 = _mm256_set1_epi32((int)(uint32_t)(seed >> 32));
   for (int r = 0; r < RNGX_PHILOX_ROUNDS; ++r) {
     if (r > 0) {

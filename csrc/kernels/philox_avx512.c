@@ -37,15 +37,14 @@ AVX512_INLINE void round16(ctr16 *c, __m512i k0, __m512i k1) {
 
 /* Counters of 16 blocks from `block` on. Lane 4 * chunk + pos (chunk = 128-bit quarter) runs block
  * 4 * pos + chunk, so that the in-chunk transpose in store16 leaves vector pos holding blocks 4 * pos ..
- * 4 * pos + 3 in memory order. The high word takes the carry and wraps at 2^62 like the scalar stream. */
+ * 4 * pos + 3 in memory order. The high word takes the carry and wraps at 2^64 like the scalar stream. */
 AVX512_INLINE ctr16 counters16(uint64_t block) {
   const __m512i lane = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512i lo = _mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)block), lane);
   const __m512i hi = _mm512_set1_epi32((int)(uint32_t)(block >> 32));
   const __mmask16 carry = _mm512_cmplt_epu32_mask(lo, lane);
   const __m512i hi_carried = _mm512_mask_add_epi32(hi, carry, hi, _mm512_set1_epi32(1));
-  ctr16 c = {{lo, _mm512_and_si512(hi_carried, _mm512_set1_epi32((int)(RNGX_BLOCK_MASK >> 32))),
-              _mm512_setzero_si512(), _mm512_setzero_si512()}};
+  ctr16 c = {{lo, hi_carried, _mm512_setzero_si512(), _mm512_setzero_si512()}};
   return c;
 }
 
@@ -62,7 +61,7 @@ AVX512_INLINE void store16(const ctr16 *c, uint32_t *out) {
 /* groups * 16 blocks from `block` on; groups is a constant at each call, so the loops over it unroll. */
 AVX512_INLINE void philox_groups(uint64_t seed, uint64_t block, int groups, uint32_t *out) {
   ctr16 c[GROUPS];
-  for (int g = 0; g < groups; ++g) c[g] = counters16((block + (uint64_t)g * GROUP) & RNGX_BLOCK_MASK);
+  for (int g = 0; g < groups; ++g) c[g] = counters16(block + (uint64_t)g * GROUP);
   __m512i k0 = _mm512_set1_epi32((int)(uint32_t)seed), k1 = _mm512_set1_epi32((int)(uint32_t)(seed >> 32));
   for (int r = 0; r < RNGX_PHILOX_ROUNDS; ++r) {
     if (r > 0) {

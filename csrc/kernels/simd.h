@@ -30,7 +30,7 @@ rngx_simd rngx_simd_active(void);
 /* Returns 0, or -1 (and changes nothing) when the path is not supported. */
 int rngx_simd_select(rngx_simd path);
 
-/* out[4*b .. 4*b+3] = block (block + b) of seed's stream, b < nblocks; block numbers wrap modulo 2^62.
+/* out[4*b .. 4*b+3] = block (block + b) of seed's stream, b < nblocks; block numbers wrap modulo 2^64.
  * One per path; rngx_fill_blocks (stream.h) calls the active one. */
 typedef void (*rngx_blocks_fn)(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);
 void rngx_blocks_scalar(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);
@@ -38,9 +38,6 @@ void rngx_blocks_scalar(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t
 void rngx_blocks_avx2(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);
 void rngx_blocks_avx512(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);
 #endif
-
-/* Word n of the stream lives in block n / 4, and n runs modulo 2^64, so blocks run modulo 2^62. */
-#define RNGX_BLOCK_MASK ((UINT64_C(1) << 62) - 1u)
 
 /* The SIMD paths hand leftovers this small to the scalar path: a few scalar blocks cost less than one
  * more full vector group. */

@@ -7,10 +7,9 @@
 #endif
 
 RNGX_TARGET void RNGX_SIMD_BLOCKS_NAME(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out) {
-  block &= RNGX_BLOCK_MASK;
   for (; nblocks >= GROUPS * GROUP; nblocks -= GROUPS * GROUP, out += 4 * GROUPS * GROUP) {
     philox_groups(seed, block, GROUPS, out);
-    block = (block + GROUPS * GROUP) & RNGX_BLOCK_MASK;
+    block += GROUPS * GROUP;
   }
   if (nblocks <= RNGX_SCALAR_TAIL_BLOCKS) {
     rngx_blocks_scalar(seed, block, nblocks, out);
