@@ -2,9 +2,10 @@
 the same values eager, compiled and exported, in any memory layout."""
 from . import functional, nn, testing  # noqa: F401
 from ._ops import ops  # noqa: F401
+from ._replay import checkpoint_context
 from .functional import blocks_used
 from .generator import Generator
 from .random import dropout, quantize, rand_like, uniform_like
 
-__all__ = ["Generator", "blocks_used", "dropout", "functional", "nn", "quantize", "rand_like", "testing", "uniform_like"]
+__all__ = ["Generator", "blocks_used", "checkpoint_context", "dropout", "functional", "nn", "quantize", "rand_like", "testing", "uniform_like"]
 __version__ = "0.2.0"

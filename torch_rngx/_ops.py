@@ -11,7 +11,7 @@ import threading
 
 import torch
 
-from . import _checks
+from . import _checks, _replay
 
 _lib = torch.library.Library("rngx", "DEF")
 _lib.define("bits(SymInt[] size, Tensor state, ScalarType dtype) -> Tensor")
@@ -118,7 +118,8 @@ torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_contex
 # A custom op, not clone() + add_(): a compiled backward must save this snapshot, never the mutated state
 # (AOTAutograd would otherwise recompute the clone from the generator's state after it advanced).
 # The lock makes the read and the advance one step, so threads sharing a Generator never get the same words
-# (docs/guarantees.md, "Threads"). The op is opaque to torch.compile, so the lock is never traced.
+# (docs/guarantees.md, "Threads"). The op is opaque to torch.compile, so the lock is never traced. Inside a
+# checkpointed region the key is journaled, and a recomputation replays it (_replay.py).
 _take_lock = threading.Lock()
 
 
@@ -134,10 +135,14 @@ def _check_take(state, blocks):
 @torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
 def _(state, blocks):
     _check_take(state, blocks)
-    with _take_lock:
-        taken = state.clone()
-        state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
-    return taken
+
+    def advance():
+        with _take_lock:
+            taken = state.clone()
+            state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
+        return taken
+
+    return _replay.draw(state, advance)
 
 
 @torch.library.register_fake("rngx::take_")
@@ -149,11 +154,40 @@ def _(state, blocks):
 # ---- seed_state: [seed, 0] with a fresh seed from torch's default CPU generator ----
 @torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")
 def _(*args, **kwargs):
-    state = torch.zeros(2, dtype=torch.int64)
-    state[0].random_()  # 63 random bits; torch.manual_seed makes the sequence of seeds reproducible
-    return state
+    def fresh():
+        state = torch.zeros(2, dtype=torch.int64)
+        state[0].random_()  # 63 random bits; torch.manual_seed makes the sequence of seeds reproducible
+        return state
+
+    return _replay.draw(None, fresh)
 
 
 @torch.library.register_fake("rngx::seed_state")
 def _():
     return torch.empty(2, dtype=torch.int64)
+
+
+# ---- vmap over batched keys: the key ops take the vmapped dim as one more batch dim of the state ----
+def _front(t, dim, n):
+    return t.movedim(dim, 0) if dim is not None else t.expand(n, *t.shape)
+
+
+@torch.library.register_vmap("rngx::bits")
+def _(info, in_dims, size, state, dtype):
+    keys = state.movedim(in_dims[1], 0)
+    if keys.dim() == 2:
+        keys = keys.view(info.batch_size, *([1] * len(size)), 2)
+    return ops.bits([info.batch_size, *size], keys.contiguous(), dtype), 0
+
+
+@torch.library.register_vmap("rngx::split")
+def _(info, in_dims, state, num):
+    return ops.split(state.movedim(in_dims[0], 0).contiguous(), num), 1
+
+
+@torch.library.register_vmap("rngx::fold_in")
+def _(info, in_dims, state, data):
+    state = _front(state, in_dims[0], info.batch_size).contiguous()
+    data = _front(data, in_dims[1], info.batch_size)  # (N, *D), each row's D broadcasting to the row's batch
+    data = data.reshape(info.batch_size, *([1] * (state.dim() - 1 - data.dim())), *data.shape[1:])
+    return ops.fold_in(state, torch.broadcast_to(data, state.shape[:-1]).contiguous()), 0

@@ -18,7 +18,7 @@ import operator
 
 import torch
 
-from . import _checks
+from . import _autograd, _checks
 from ._ops import ops
 
 _U64 = 1 << 64
@@ -86,7 +86,7 @@ def uniform(like, state, low=0.0, high=1.0, *, dtype=None):
     _checks.same_device(like, state, "like")
     _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
     low, high = _checks.interval(low, high, like.dtype if dtype is None else dtype)
-    return ops.uniform(like, state, low, high, dtype)
+    return _autograd.sample("uniform", like, state, low, high, dtype)
 
 
 def quantize_noise(x, state, half=0.5):
@@ -94,7 +94,7 @@ def quantize_noise(x, state, half=0.5):
     _checks.float_tensor(x)
     _checks.state(state, shape=x.shape)
     _checks.same_device(x, state)
-    return ops.quantize_noise(x, state, _checks.half_width(half, dtype=x.dtype))
+    return _autograd.sample("noise", x, state, _checks.half_width(half, dtype=x.dtype))
 
 
 def dropout(x, state, p):
@@ -102,4 +102,4 @@ def dropout(x, state, p):
     _checks.float_tensor(x)
     _checks.state(state, shape=x.shape)
     _checks.same_device(x, state)
-    return ops.dropout(x, state, _checks.probability(p))
+    return _autograd.sample("dropout", x, state, _checks.probability(p))

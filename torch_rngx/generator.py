@@ -1,4 +1,6 @@
-"""Generator: an explicit stream position that advances by blocks_used per call, like torch.Generator."""
+"""The owners of a stream position, which advances by blocks_used per call: Generator (like torch.Generator)
+and RNG (an nn.Module whose position is model state: a buffer in state_dict, moved by .to(), saved by
+torch.save)."""
 import operator
 
 import torch
@@ -96,3 +98,56 @@ class Generator:
 
     def __repr__(self):
         return f"torch_rngx.Generator(seed={self.initial_seed()}, offset={int(self.state[1]) % _U64})"
+
+
+class RNG(torch.nn.Module):
+    """A stream position as model state: the persistent int64 buffer `state` = [seed, offset]. Hold one as a
+    submodule and pass it as generator= to any stateful torch_rngx function; each call advances the buffer in
+    place. It moves with .to(device)/.cuda(), is untouched by .half()/.to(dtype), and is saved and restored by
+    state_dict(), load_state_dict(), torch.save and copy.deepcopy. RNG(seed=None) draws its seed like
+    Generator(None)."""
+
+    def __init__(self, seed=None, device=None):
+        super().__init__()
+        self.register_buffer("state", Generator(seed).state.to(device), persistent=True)
+
+    def manual_seed(self, seed):
+        self.state.copy_(Generator(seed).state)
+        return self
+
+    def fold_in(self, data):
+        """A new RNG whose state is functional.fold_in(state, data); this one does not advance. Under DDP the
+        buffer is broadcast from rank 0, so fold in the rank for per-rank streams (docs/training.md)."""
+        rng = RNG.__new__(RNG)
+        torch.nn.Module.__init__(rng)
+        rng.register_buffer("state", fold_in(self.state, data), persistent=True)
+        return rng
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        check_state_buffer(state_dict, prefix + "state")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def extra_repr(self):
+        return f"seed={int(self.state[0]) % _U64}, offset={int(self.state[1]) % _U64}"
+
+
+def check_state_buffer(state_dict, key):
+    """A saved stream position must be an int64 [seed, offset]: anything else would be cast silently."""
+    if key not in state_dict:
+        return  # load_state_dict reports missing keys itself
+    value = state_dict[key]
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.shape != (2,):
+        got = f"{value.dtype} {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
+        raise ValueError(f"{key} must be an int64 tensor of shape (2,) = [seed, offset], got {got}")
+
+
+def owner_of(generator):
+    """The state tensor a stateful call advances: a Generator's or an RNG module's; None for generator=None."""
+    if generator is None:
+        return None
+    if isinstance(generator, Generator):
+        return generator.state
+    if isinstance(generator, RNG):
+        return generator.state
+    raise TypeError(f"generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, "
+                    f"got {type(generator).__name__}")

@@ -1,30 +1,20 @@
-"""Stateful functions, like torch's: each call takes its state from a Generator (advancing it), or, with
-generator=None, draws a fresh seed from torch's default CPU generator, so torch.manual_seed reproduces
-the sequence in eager and compiled code alike."""
+"""Stateful functions, like torch's: each call takes its key from a Generator or an nn.RNG module (advancing
+it), or, with generator=None, draws a fresh seed from torch's default CPU generator, so torch.manual_seed
+reproduces the sequence in eager and compiled code alike."""
 import torch
 
 from . import _checks
-from ._ops import ops
-from .functional import dropout as _dropout_op
-from .functional import blocks_used, quantize_noise, uniform
-from .generator import Generator
-
-
-def _state_for(generator, numel, dtype):
-    if generator is None:
-        return ops.seed_state()
-    if not isinstance(generator, Generator):
-        raise TypeError(f"generator must be a torch_rngx.Generator or None, got {type(generator).__name__}")
-    return generator._take(blocks_used(numel, dtype))
+from ._autograd import draw
+from .generator import owner_of
 
 
 def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None):
     """U[low, high) shaped, strided and placed like torch.empty_like(x, dtype=dtype)."""
     _checks.strided(x, "x")
     _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
-    dtype = x.dtype if dtype is None else dtype
-    low, high = _checks.interval(low, high, dtype)
-    return uniform(x, _state_for(generator, x.numel(), dtype), low, high, dtype=dtype)
+    out_dtype = x.dtype if dtype is None else dtype
+    low, high = _checks.interval(low, high, out_dtype)
+    return draw("uniform", x, owner_of(generator), out_dtype, low, high, dtype)
 
 
 def rand_like(x, *, generator=None, dtype=None):
@@ -39,7 +29,7 @@ def quantize(x, mode="noise", means=None, *, generator=None):
         raise ValueError(f'mode must be "noise", "dequantize" or "symbols", got {mode!r}')
     _checks.float_tensor(x)
     if mode == "noise":
-        return quantize_noise(x, _state_for(generator, x.numel(), x.dtype), 0.5)
+        return draw("noise", x, owner_of(generator), x.dtype, 0.5)
     if means is not None:
         _checks.tensor(means, "means")
         try:
@@ -56,8 +46,13 @@ def quantize(x, mode="noise", means=None, *, generator=None):
 
 def dropout(x, p=0.5, training=True, *, generator=None):
     """Like torch.nn.functional.dropout; the identity (drawing nothing) when not training."""
+    return dropout_from(x, p, training, owner_of(generator))
+
+
+def dropout_from(x, p, training, owner):
+    """dropout drawing from `owner`: a state tensor advanced in place, or None for torch's generator."""
     _checks.float_tensor(x)
     p = _checks.probability(p)
     if not training:
         return x
-    return _dropout_op(x, _state_for(generator, x.numel(), x.dtype), p)
+    return draw("dropout", x, owner, x.dtype, p)

@@ -1,0 +1,146 @@
+"""The sampling ops as autograd.Functions, so torch.func works through them: grad, vjp, jacrev (backward), jvp
+(forward mode) and vmap, including torch.func's `randomness` flag for stateful draws (docs/training.md).
+
+    sample(kind, x, key, *params) -> out        the op with an explicit key, never modified
+    draw(kind, x, owner, dtype, *params) -> out  the op with a key drawn now: from `owner` (a Generator's or
+                                                 module's state, advanced in place by blocks_used(numel,
+                                                 dtype)) or, for None, a fresh seed from torch's generator
+
+kind and params: "uniform" (low, high, dtype), "noise" (half), "dropout" (p). Each op is linear in x with a
+derivative that needs only the key, so backward and jvp apply the same rule to a gradient or a tangent.
+
+torch.compile does not trace autograd.Functions with a custom jvp, so compiled and exported code calls the ops
+directly: their autograd formulas (_ops.py) give compiled backward the same math.
+"""
+import torch
+
+from . import functional
+from ._ops import ops
+
+def _rows(info, x_dim, x):
+    """x with its vmapped dim first (expanded when x itself is not batched)."""
+    return x.movedim(x_dim, 0) if x_dim is not None else x.expand(info.batch_size, *x.shape)
+
+
+def _per_row(key, n, row_dims):
+    """The same key for each of n rows: a batched state (docs/stream.md) whose runs are the rows."""
+    shape = (n, *([1] * row_dims), 2) if key.dim() == 1 else (n, *key.shape)
+    return key.expand(shape).contiguous()
+
+
+def _draw(owner, numel, dtype):
+    return ops.seed_state() if owner is None else ops.take_(owner, functional.blocks_used(numel, dtype))
+
+
+_RANDOMNESS_ERROR = (
+    "vmap: a stateful torch_rngx call (generator=None, a Generator or a module's RNG state) draws random numbers, "
+    "and vmap's randomness='error' forbids that. Pass randomness='same' (every row gets the same values) or "
+    "'different' (the call on the whole batch), or vmap the stateless torch_rngx.functional ops with explicit keys.")
+
+
+def _functions(kind, kernel):
+    """The pair (Sample, Draw) of autograd.Functions for one op."""
+
+    def save(ctx, key, params, output):
+        ctx.params = params
+        if kind == "uniform":
+            ctx.mark_non_differentiable(output)
+        elif kind == "dropout":
+            ctx.save_for_backward(key)
+            ctx.save_for_forward(key)
+
+    def derivative(ctx, t):
+        """d out / d x applied to t (a gradient or a tangent)."""
+        if t is None or kind == "uniform":
+            return None
+        if kind == "noise":
+            return t
+        (key,) = ctx.saved_tensors
+        return Sample.apply(t, key, *ctx.params)
+
+    class Sample(torch.autograd.Function):
+        @staticmethod
+        def forward(x, key, *params):
+            return kernel(x, key, *params)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            _, key, *params = inputs
+            save(ctx, key, params, output)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (derivative(ctx, grad), None) + (None,) * len(ctx.params)
+
+        @staticmethod
+        def jvp(ctx, x_t, key_t, *params_t):
+            return derivative(ctx, x_t)
+
+        @staticmethod
+        def vmap(info, in_dims, x, key, *params):
+            """Each row is the op on that row: with its own key when the key is vmapped, else the same key."""
+            x = _rows(info, in_dims[0], x)
+            if in_dims[1] is None:
+                keys = _per_row(key, info.batch_size, x.dim() - 1)
+            else:
+                key = key.movedim(in_dims[1], 0)
+                keys = key.view(info.batch_size, *([1] * (x.dim() - 1)), 2) if key.dim() == 2 else key
+            return Sample.apply(x, keys, *params), 0
+
+    class Draw(torch.autograd.Function):
+        @staticmethod
+        def forward(x, owner, dtype, *params):
+            key = _draw(owner, x.numel(), dtype)
+            return kernel(x, key, *params), key
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            _, _, _, *params = inputs
+            ctx.mark_non_differentiable(output[1])
+            save(ctx, output[1], params, output[0])
+
+        @staticmethod
+        def backward(ctx, grad, _):
+            return (derivative(ctx, grad), None, None) + (None,) * len(ctx.params)
+
+        @staticmethod
+        def jvp(ctx, x_t, owner_t, dtype_t, *params_t):
+            return derivative(ctx, x_t), None
+
+        @staticmethod
+        def vmap(info, in_dims, x, owner, dtype, *params):
+            """torch.func.vmap's randomness: "error" raises; "same" draws for one row and gives every row those
+            values; "different" is the call on the whole batch (the batch dim joins the logical index), drawing
+            once for all of it."""
+            if info.randomness == "error":
+                raise RuntimeError(_RANDOMNESS_ERROR)
+            x = _rows(info, in_dims[0], x)
+            if info.randomness == "same":
+                key = _draw(owner, x[0].numel(), dtype)
+                out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *params)
+            else:
+                key = _draw(owner, x.numel(), dtype)
+                out = Sample.apply(x, key, *params)
+            return (out, key), (0, None)
+
+    Sample.__name__, Draw.__name__ = f"Sample_{kind}", f"Draw_{kind}"
+    return Sample, Draw
+
+
+SAMPLE, DRAW = {}, {}
+for _kind, _kernel in (("uniform", ops.uniform), ("noise", ops.quantize_noise), ("dropout", ops.dropout)):
+    SAMPLE[_kind], DRAW[_kind] = _functions(_kind, _kernel)
+
+_KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.dropout}
+
+
+def sample(kind, x, key, *params):
+    if torch.compiler.is_compiling():
+        return _KERNELS[kind](x, key, *params)
+    return SAMPLE[kind].apply(x, key, *params)
+
+
+def draw(kind, x, owner, dtype, *params):
+    if torch.compiler.is_compiling():
+        return _KERNELS[kind](x, _draw(owner, x.numel(), dtype), *params)
+    return DRAW[kind].apply(x, owner, dtype, *params)[0]

@@ -1,0 +1,102 @@
+"""Activation checkpointing replays the draws of its region, so recomputation is exact (docs/training.md).
+
+torch.utils.checkpoint(use_reentrant=False), with or without a selective-checkpoint context_fn, runs a region
+again during backward. Its stateful torch_rngx calls would then draw again: a Generator (or a module's state)
+has moved on, so the recomputed activations, and the gradients, would silently differ from the forward's.
+Instead every draw made inside a checkpointed region (rngx::take_ and rngx::seed_state) is journaled on that
+region's checkpoint frame, and the recomputation takes the journaled keys back, in order, advancing nothing.
+
+torch has no public handle on the frame: we read it from the saved-tensor hooks the checkpoint pushes (the
+frame is a closure variable of the forward's pack hook, a weak reference in the recomputation's). A draw that
+cannot be replayed raises instead of drawing new words: a draw from a Generator or module state during a backward
+pass outside a non-reentrant recomputation (use_reentrant=True recomputes this way, and so does torch.compile's
+partitioner when it chooses to), or in a checkpoint nested inside a recomputation.
+"""
+import weakref
+
+import torch
+import torch.utils.checkpoint
+
+_FRAME = getattr(torch.utils.checkpoint, "_CheckpointFrame", None)
+_journals = weakref.WeakKeyDictionary()  # frame -> [(id of the Generator's state or None, key)]
+_cursors = weakref.WeakKeyDictionary()  # frame -> {graph task: index of the next key to replay}
+
+_CANNOT_REPLAY = (
+    "torch_rngx: a stateful draw (generator= or a module's RNG state) is being recomputed during backward, "
+    "but it cannot be replayed here: {why}. Recomputing would draw new numbers and silently change the "
+    "gradients. Use torch.utils.checkpoint.checkpoint(..., use_reentrant=False) without nesting, or pass keys "
+    "explicitly through torch_rngx.functional (docs/training.md, 'Activation checkpointing')."
+)
+
+
+def _region():
+    """(frame, graph task) of the checkpoint whose saved-tensor hooks are on top; graph task is None in the
+    forward and the recomputation's id while recomputing. (None, None) outside any checkpoint."""
+    hooks = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    if hooks is None or _FRAME is None:
+        return None, None
+    pack = hooks[0]
+    while hasattr(pack, "__wrapped__"):  # the recomputation's pack hook is wrapped by torch._dynamo.disable
+        pack = pack.__wrapped__
+    cells = dict(zip(getattr(pack, "__code__", None) and pack.__code__.co_freevars or (), pack.__closure__ or ()))
+    frame = cells["frame"].cell_contents if "frame" in cells else None
+    if isinstance(frame, _FRAME):
+        return frame, None
+    ref = cells["target_frame_ref"].cell_contents if "target_frame_ref" in cells else None
+    frame = ref() if isinstance(ref, weakref.ref) else None
+    if isinstance(frame, _FRAME) and "gid" in cells:
+        return frame, cells["gid"].cell_contents
+    return None, None
+
+
+def draw(owner, make_key):
+    """The key for one stateful call: make_key() (which may advance `owner`, a state tensor or None) in a
+    forward, the journaled key when a checkpoint recomputes."""
+    frame, task = _region()
+    if task is not None:
+        return _replay(frame, task, owner)
+    # A draw from torch's generator (owner None) during backward is left to torch: checkpoint restores that
+    # generator (preserve_rng_state=True) before recomputing, with or without reentrancy.
+    if owner is not None and torch._C._current_graph_task_id() != -1:
+        raise RuntimeError(_CANNOT_REPLAY.format(
+            why="a checkpoint nested inside a recomputation" if frame is not None
+            else "no non-reentrant checkpoint is recomputing (use_reentrant=True?)"))
+    key = make_key()
+    if frame is not None:
+        _journals.setdefault(frame, []).append((None if owner is None else id(owner), key))
+    return key
+
+
+def _replay(frame, task, owner):
+    journal = _journals.get(frame, [])
+    cursor = _cursors.setdefault(frame, {})
+    i = cursor.get(task, 0)
+    if i >= len(journal) or journal[i][0] != (None if owner is None else id(owner)):
+        raise RuntimeError(_CANNOT_REPLAY.format(
+            why="the recomputation draws more often, or from other generators, than the forward did"))
+    cursor[task] = i + 1
+    return journal[i][1].clone()
+
+
+def checkpoint_context(policy=None):
+    """A context_fn for torch.utils.checkpoint.checkpoint(..., use_reentrant=False) that saves every torch_rngx
+    draw (rngx::take_, rngx::seed_state) instead of recomputing it, and applies `policy` (a selective-checkpoint
+    policy function, or None: recompute everything else) to the other ops. Eager checkpointing is exact without
+    it (draws are journaled); under torch.compile it is what makes checkpointed regions that draw exact:
+
+        checkpoint(block, x, use_reentrant=False, context_fn=torch_rngx.checkpoint_context)
+        checkpoint(block, x, use_reentrant=False,
+                   context_fn=functools.partial(torch_rngx.checkpoint_context, my_policy))
+    """
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    from ._ops import ops
+
+    draws = (ops.take_.default, ops.seed_state.default)
+
+    def save_draws(ctx, op, *args, **kwargs):
+        if op in draws:
+            return CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.PREFER_RECOMPUTE if policy is None else policy(ctx, op, *args, **kwargs)
+
+    return create_selective_checkpoint_contexts(save_draws)
