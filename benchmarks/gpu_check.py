@@ -1,43 +1,144 @@
-"""The GPU check (docs/cuda.md): one command on a CUDA machine, a few minutes. Builds the CUDA extension in
-place (skipped when it is newer than every source), then prints one table:
+"""The GPU check (docs/cuda.md, issue 14): one prepared command for a CUDA machine, about 5 minutes on an H200.
 
-1. every op, dtype and layout: the CUDA result torch.equal the CPU result, with the state on the CPU or GPU;
-2. the raw words equal cuRAND's Philox4_32_10 (curand_init(seed, 0, offset), curand()), through
-   benchmarks/curand_words.cu;
-3. torch.compile(fullgraph=True) equals eager on CUDA, grads included; mode="reduce-overhead" (CUDA graphs)
-   gives eager's sequence over 5 replays; a hand-captured torch.cuda.CUDAGraph too;
-4. throughput at 2^28 float32 elements against torch eager, torch.compile and x.clone().
+It builds the CUDA extension in place (skipped while the build is newer than csrc/ and setup.py), then checks the
+stream v2 contract (docs/stream.md; a state [seed, offset] counts its offset in 128-bit Philox blocks):
 
-Usage: python benchmarks/gpu_check.py [--size-log2 28]. Writes the table to $OUT/gpu_check.txt too when $OUT
-is set. Exit status 1 when any check fails or a throughput target is missed.
+1. CUDA == CPU, bit for bit: bits (all 8 integer dtypes), uniform (4 float dtypes, [0, 1) and other bounds),
+   quantize_noise, dropout and its backward, split, fold_in (int and tensor data), batched states ((N,1,1,1,2)
+   per sample, broadcast ones) and a Generator(device="cuda"); layouts contiguous, channels_last, transposed,
+   sliced and 1-D; the state on the CPU and on the GPU; float32 uniform and dropout at 2^size-log2 elements.
+2. words == cuRAND: bits of the state [seed, o] are cuRAND's Philox4_32_10 words from curand_init(seed, 0, 4*o)
+   (benchmarks/curand_words.cu, compiled with nvcc at run time).
+3. torch.func._random interop (keys, split, fold_in, uniform) where this torch has it on the device.
+4. torch.compile(fullgraph=True) == eager, grads and states included; mode="reduce-overhead" (CUDA graphs) and a
+   hand-captured torch.cuda.CUDAGraph advance a CUDA Generator exactly as eager steps do.
+5. speed side by side in this run (CUDA events, warmup, median of rounds in which the two take turns), float32 at
+   2^size-log2 elements: ratio = torch's time / ours, so > 1 means faster than torch.
+
+Prints one table and writes benchmarks/results/gpu_check_<gpu>.json: `checks` (name -> "pass", "fail" or
+"skip: why"), `details`, `speed` (name -> {ratio, ours_ms, theirs_ms, target, met}) and `meta`; with $OUT set it
+copies the JSON and the table (gpu_check.txt) there. The exit status is 1 iff a check fails: a missed speed target
+is reported in the JSON and the table but never changes the exit status.
+
+    python3 benchmarks/gpu_check.py                              # on the GPU machine
+    python3 benchmarks/gpu_check.py --device cpu --size-log2 14  # dry run of this script on the CPU: no build,
+                                                                 # CPU vs CPU, CUDA-only parts skip with a reason
 """
 import argparse
 import glob
+import json
 import os
+import re
+import shlex
+import shutil
+import statistics
 import subprocess
 import sys
 import time
 import traceback
 
+import torch
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "gpu")
+U64, M32 = 1 << 64, (1 << 32) - 1
 T0 = time.time()
-ROWS = []  # (section, check, result, detail)
-NOTES = []
-DEV = "cuda"  # --device cpu runs the same script on the CPU: a smoke test of the script itself, no GPU needed
+DEV = "cuda"  # --device cpu: the whole script on the CPU, to test the script itself
+rngx = F = None  # torch_rngx and torch_rngx.functional, imported after the build
+ROWS, CHECKS, DETAILS, SPEED = [], {}, {}, {}
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64)
 
 
-def row(section, check, result, detail=""):
-    ROWS.append((section, check, result, detail))
-    print(f"[{time.time() - T0:6.1f}s] {section} | {check} | {result} | {detail}", flush=True)
+# ---- bookkeeping ----
+def record(section, name, result, detail=""):
+    """One check: result is "pass", "fail" or "skip: why"."""
+    key = f"{section}/{name}"
+    CHECKS[key] = result
+    if detail:
+        DETAILS[key] = detail
+    if result.startswith("skip: "):  # the table shows the reason as the detail
+        result, detail = "skip", result[len("skip: "):]
+    ROWS.append((section, name, result, detail))
+    print(f"[{time.time() - T0:6.1f}s] {section} | {name} | {result} | {detail}", flush=True)
 
 
+class Tally:
+    """The comparisons behind one check: how many, and the first few that failed."""
+
+    def __init__(self):
+        self.total, self.bad, self.notes = 0, [], []
+
+    def add(self, ok, what):
+        self.total += 1
+        if not ok:
+            self.bad.append(what)
+
+    def record(self, section, name):
+        detail = f"{self.total - len(self.bad)}/{self.total} ok" + "".join(f"; {n}" for n in self.notes)
+        if self.bad:
+            detail += "; first failures: " + ", ".join(self.bad[:3])
+        record(section, name, "pass" if self.total and not self.bad else "fail", detail)
+
+
+def same(got, want, strides=True):
+    """Bit for bit: dtype, shape, strides and every element's bits (through same-size signed integer views, so
+    -0.0 != 0.0, NaNs compare by payload, and unsigned dtypes need no comparison kernels)."""
+    if got.dtype != want.dtype or got.shape != want.shape or (strides and got.stride() != want.stride()):
+        return False
+    signed = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[want.element_size()]
+    return torch.equal(got.detach().cpu().view(signed), want.detach().cpu().view(signed))
+
+
+def where_states():
+    """Where the state lives for a CUDA input: CPU and GPU (only the CPU in a dry run)."""
+    return list(dict.fromkeys(("cpu", DEV)))
+
+
+def state(seed, offset, dtype=torch.int64, device="cpu"):
+    """The key [seed, offset], both taken mod 2^64, as int64 bit patterns (or viewed as uint64)."""
+    signed = [v % U64 - U64 if v % U64 >= 1 << 63 else v % U64 for v in (seed, offset)]
+    return torch.tensor(signed, dtype=torch.int64, device=device).view(dtype)
+
+
+def as_uints(t):
+    """A tensor's elements as Python ints, read as unsigned (uint32/uint64 without their own kernels)."""
+    bits = 8 * t.element_size()
+    signed = {4: torch.int32, 8: torch.int64}[t.element_size()]
+    return [v % (1 << bits) for v in t.cpu().view(signed).tolist()]
+
+
+# Offsets count blocks: at 0, odd, across the carry into the counter's high word, and wrapping past 2^64.
+STATES = {
+    "offset 0": (0x0123_4567_89AB_CDEF, 0, torch.int64),
+    "offset 7 (uint64 state)": (0xFEDC_BA98_7654_3210, 7, torch.uint64),
+    "offset 2^32-2": (42, (1 << 32) - 2, torch.int64),
+    "offset 2^64-10": (5, U64 - 10, torch.int64),
+}
+
+
+def dropout_grad(x, st):
+    x = x.detach().requires_grad_()
+    y = F.dropout(x, st, 0.3)
+    return torch.autograd.grad(y, x, torch.full_like(y, 1.25))[0]
+
+
+FLOAT_OPS = {  # name -> fn(x, state)
+    "uniform [0,1)": lambda x, st: F.uniform(x, st),
+    "uniform [-1.5,2)": lambda x, st: F.uniform(x, st, -1.5, 2.0),
+    "quantize_noise": lambda x, st: F.quantize_noise(x, st, 0.5),
+    "dropout": lambda x, st: F.dropout(x, st, 0.3),
+    "dropout backward": dropout_grad,
+}
+
+
+# ---- 0. build ----
 def newest(paths):
     return max(os.path.getmtime(p) for p in paths)
 
 
 def build_extension():
-    """USE_CUDA=1 in-place build, unless torch_rngx/_C.abi3.so is newer than csrc/, setup.py and this file."""
+    """USE_CUDA=1 in-place build, unless torch_rngx/_C.abi3.so is newer than csrc/ and setup.py."""
     so = os.path.join(ROOT, "torch_rngx", "_C.abi3.so")
     sources = glob.glob(os.path.join(ROOT, "csrc", "**", "*"), recursive=True) + [os.path.join(ROOT, "setup.py")]
     if os.path.exists(so) and os.path.getmtime(so) > newest(sources):
@@ -47,7 +148,194 @@ def build_extension():
     return "built"
 
 
-def curand_include(torch):
+# ---- 1. CUDA == CPU ----
+def layouts(dtype, gen):
+    """name -> (CPU tensor, device tensor with the same values and strides)."""
+    base = torch.randn(3, 40, 17, 19, generator=gen).to(dtype)
+    wide = torch.randn(3, 41, 34, 21, generator=gen).to(dtype)
+    dense = {  # .to() keeps the strides of a dense tensor
+        "contiguous": base,
+        "channels_last": base.contiguous(memory_format=torch.channels_last),
+        "transposed": base.transpose(1, 3),
+        "1-D 2^20+3": torch.randn(2**20 + 3, generator=gen).to(dtype),
+    }
+    pairs = {k: (v, v.to(DEV)) for k, v in dense.items()}
+    pairs["sliced"] = (wide[:, 1:, ::2, 1:-1], wide.to(DEV)[:, 1:, ::2, 1:-1])
+    return pairs
+
+
+def check_float_ops():
+    gen = torch.Generator().manual_seed(0)
+    xs = {dtype: layouts(dtype, gen) for dtype in FLOAT_DTYPES}
+    for name, fn in FLOAT_OPS.items():
+        t = Tally()
+        for dtype, pairs in xs.items():
+            for lname, (x, xd) in pairs.items():
+                for sname, (seed, offset, sdtype) in STATES.items():
+                    want = fn(x, state(seed, offset, sdtype))
+                    for where in where_states():
+                        got = fn(xd, state(seed, offset, sdtype, where))
+                        t.add(got.device == xd.device and same(got, want), f"{dtype} {lname} {sname} state on {where}")
+        t.record("cuda==cpu", name)
+
+
+def check_bits():
+    t = Tally()
+    for dtype in INT_DTYPES:
+        for size in ([3, 40, 17, 19], [2**20 + 3], [0], []):
+            for sname, (seed, offset, sdtype) in STATES.items():
+                want = F.bits(size, state(seed, offset, sdtype), dtype=dtype)
+                got = F.bits(size, state(seed, offset, sdtype, DEV), dtype=dtype)  # made on the state's device
+                t.add(got.device.type == DEV and same(got, want), f"{dtype} size={size} {sname}")
+    st = state(7, 3, device=DEV)
+    t.add(same(F.bits([99], st), F.bits([99], st, dtype=torch.int32)), "default dtype is not int32")
+    t.notes.append("8 integer dtypes, state on the GPU vs on the CPU")
+    t.record("cuda==cpu", "bits")
+
+
+def check_split_fold_in():
+    keys = {name: state(seed, offset, sdtype) for name, (seed, offset, sdtype) in STATES.items()}
+    keys["batched (2,3,2)"] = F.split(state(9, 4), 6).view(2, 3, 2)
+    ts, ti, tt = Tally(), Tally(), Tally()
+    for name, st in keys.items():
+        sd = st.to(DEV)
+        for num in (1, 2, 5):
+            got = F.split(sd, num)
+            ts.add(got.device == sd.device and got.shape == (num, *st.shape) and same(got, F.split(st, num)),
+                   f"{name} num={num}")
+        for data in (0, 7, 1 << 63, U64 - 1):
+            got = F.fold_in(sd, data)
+            ok = got.device == sd.device and same(got, F.fold_in(st, data))
+            if data < 8:  # fold_in(s, d) == split(s, d + 1)[d]
+                ok = ok and same(got, F.split(sd, data + 1)[data])
+            ti.add(ok, f"{name} data={data}")
+    # Tensor data: one datum per key, broadcast to the batch shape; each equals fold_in with that int.
+    st = keys["batched (2,3,2)"]
+    datas = {"(2,1) int64": torch.tensor([[3], [-1]]), "(3,) uint64": torch.tensor([0, -1, 1 << 62]).view(torch.uint64),
+             "() int64": torch.tensor(11)}
+    for name, data in datas.items():
+        got = F.fold_in(st.to(DEV), data.to(DEV))
+        ok = same(got, F.fold_in(st, data))
+        flat = torch.broadcast_to(data.view(torch.int64), st.shape[:-1]).reshape(-1).tolist()
+        ok = ok and all(same(got.view(-1, 2)[i], F.fold_in(st.view(-1, 2)[i].to(DEV), d % U64)) for i, d in enumerate(flat))
+        tt.add(ok, name)
+    tt.add(same(F.fold_in(keys["offset 0"].to(DEV), torch.tensor(5, device=DEV)), F.fold_in(keys["offset 0"], 5)), "unbatched")
+    ts.record("cuda==cpu", "split")
+    ti.record("cuda==cpu", "fold_in (int data)")
+    tt.record("cuda==cpu", "fold_in (tensor data)")
+
+
+def check_batched():
+    """Batched states on (N,C,H,W): CUDA == CPU; out[n] is the op on x[n] with key n; broadcast dims repeat."""
+    N, C, H, W = 4, 6, 9, 11
+    keys = F.split(state(0xB47C, 3), N * C)  # (N*C, 2): distinct keys
+    shapes = {"(N,1,1,1,2)": (N, 1, 1, 1), "(1,C,1,1,2) broadcast over N": (1, C, 1, 1), "(N,C,1,1,2)": (N, C, 1, 1),
+              "(1,1,1,1,2)": (1, 1, 1, 1)}
+    batched = {name: keys[: torch.Size(b).numel()].reshape(*b, 2) for name, b in shapes.items()}
+    gen = torch.Generator().manual_seed(1)
+    t, cpu_state = Tally(), Tally()
+    for dtype in FLOAT_DTYPES:
+        base, wide = torch.randn(N, C, H, W, generator=gen).to(dtype), torch.randn(N, C, 2 * H, W + 2, generator=gen).to(dtype)
+        xs = {"contiguous": base, "channels_last": base.contiguous(memory_format=torch.channels_last),
+              "sliced": wide[:, :, ::2, 1:-1]}
+        for lname, x in xs.items():
+            xd = x.to(DEV) if lname != "sliced" else wide.to(DEV)[:, :, ::2, 1:-1]
+            for sname, st in batched.items():
+                for op, fn in FLOAT_OPS.items():
+                    want = fn(x, st)
+                    t.add(same(fn(xd, st.to(DEV)), want), f"{op} {dtype} {lname} {sname}")
+                    if DEV != "cpu":
+                        cpu_state_outcome(cpu_state, lambda: fn(xd, st), want, f"{op} {dtype} {lname} {sname}")
+    for dtype in (torch.int32, torch.int64, torch.uint16):
+        for sname, st in batched.items():
+            t.add(same(F.bits([N, C, H, W], st.to(DEV), dtype=dtype), F.bits([N, C, H, W], st, dtype=dtype)), f"bits {dtype} {sname}")
+    t.record("cuda==cpu", "batched states, state on the GPU")
+    if DEV == "cpu":
+        record("cuda==cpu", "batched states, CPU state with CUDA x", "skip: needs a GPU")
+    else:
+        cpu_state.record("cuda==cpu", "batched states, CPU state with CUDA x")
+    check_batched_semantics(keys.to(DEV), N, C, H, W)
+
+
+def cpu_state_outcome(t, call, want, what):
+    """A batched CPU state with a CUDA x: either the CPU's values, or a ValueError that says why."""
+    try:
+        t.add(same(call(), want), what)
+    except ValueError as e:
+        clear = "batched state" in str(e) and "CPU" in str(e)
+        t.add(clear, f"{what}: unclear ValueError {e}")
+        if clear and not t.notes:
+            t.notes.append(f"rejected: ValueError: {e}")
+    except Exception as e:
+        t.add(False, f"{what}: {type(e).__name__} {e}"[:200])
+
+
+def check_batched_semantics(keys, N, C, H, W):
+    """On the device: per-sample keys give out[n] == op(x[n], key n); a (1,C,1,1,2) state repeats along N."""
+    t = Tally()
+    x = torch.randn(N, C, H, W, device=DEV).contiguous(memory_format=torch.channels_last)
+    per_sample, per_channel = keys[:N].reshape(N, 1, 1, 1, 2), keys[:C].reshape(1, C, 1, 1, 2)
+    for dtype in (torch.float32, torch.float64):
+        u = F.uniform(x, per_sample, dtype=dtype)
+        t.add(all(same(u[n], F.uniform(x[n], per_sample[n, 0, 0, 0], dtype=dtype), strides=False) for n in range(N)),
+              f"uniform {dtype} per sample")
+        u = F.uniform(x, per_channel, dtype=dtype)
+        t.add(all(same(u[n, c], F.uniform(x[0, c], per_channel[0, c, 0, 0], dtype=dtype), strides=False)
+                  for n in range(N) for c in range(C)), f"uniform {dtype} broadcast over N")
+    b = F.bits([N, C, H, W], per_sample, dtype=torch.int64)
+    t.add(all(same(b[n], F.bits([C, H, W], per_sample[n, 0, 0, 0], dtype=torch.int64)) for n in range(N)), "bits int64 per sample")
+    t.record("cuda==cpu", "batched semantics on the device")
+
+
+def check_generator():
+    """A CUDA Generator follows a CPU one: values, states (offset = sum of blocks_used), split and fold_in."""
+    gc, gd = rngx.Generator(123), rngx.Generator(123, device=DEV)
+    x = torch.randn(64, 33)
+    calls = [(torch.float32, lambda x, g: rngx.quantize(x, generator=g)),
+             (torch.float64, lambda x, g: rngx.rand_like(x, generator=g, dtype=torch.float64)),
+             (torch.float16, lambda x, g: rngx.dropout(x.half(), 0.2, generator=g))]
+    t, blocks = Tally(), 0
+    for dtype, fn in calls:
+        t.add(same(fn(x.to(DEV), gd), fn(x, gc)), f"{dtype} values")
+        blocks += rngx.blocks_used(x.numel(), dtype)
+    t.add(same(gd.state, gc.state) and int(gc.state[1]) == blocks, f"state {gd.state.tolist()}, want offset {blocks}")
+    for name, derive in (("split(3)", lambda g: g.split(3)), ("fold_in(5)", lambda g: [g.fold_in(5)])):
+        before = gd.state.clone()
+        kc, kd = derive(gc), derive(gd)
+        t.add(same(gd.state, before), f"{name} advanced the parent")
+        t.add(all(a.device.type == DEV and same(a.state, b.state) for a, b in zip(kd, kc)), f"{name} states")
+        t.add(same(rngx.rand_like(x.to(DEV), generator=kd[-1]), rngx.rand_like(x, generator=kc[-1])), f"{name} values")
+    t.record("cuda==cpu", "Generator(device='cuda')")
+
+
+def check_errors():
+    if DEV == "cpu":
+        record("cuda==cpu", "CUDA state with CPU x", "skip: needs a GPU")
+        return
+    try:
+        F.quantize_noise(torch.ones(3), state(1, 0, device=DEV))
+        record("cuda==cpu", "CUDA state with CPU x", "fail", "no error raised")
+    except ValueError as e:
+        record("cuda==cpu", "CUDA state with CPU x", "pass", f"ValueError: {e}")
+
+
+def check_big(log2):
+    """float32 uniform and dropout at 2^log2 elements; the offset wraps past 2^64 halfway through."""
+    n = 1 << log2
+    xd = torch.randn(n, device=DEV)
+    x = xd.cpu()
+    st = state(0xB16, U64 - (n >> 3))
+    for name, fn in (("uniform", lambda x, s: F.uniform(x, s)), ("dropout", lambda x, s: F.dropout(x, s, 0.1))):
+        t = time.time()
+        want = fn(x, st)
+        cpu_s = time.time() - t
+        ok = same(fn(xd, st.to(DEV)), want)
+        record("cuda==cpu", f"{name} float32 2^{log2}", "pass" if ok else "fail", f"CPU side {cpu_s:.1f} s; wraps at 2^64")
+        del want
+
+
+# ---- 2. cuRAND ----
+def curand_include():
     """Where curand_kernel.h lives: the toolkit, or the nvidia-curand wheel that torch's CUDA build pulls in."""
     import torch.utils.cpp_extension as tce
 
@@ -61,115 +349,94 @@ def nvcc_path():
     for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
         if home and os.path.exists(os.path.join(home, "bin", "nvcc")):
             return os.path.join(home, "bin", "nvcc")
-    return "nvcc"
+    return shutil.which("nvcc")
 
 
-def u64_state(torch, seed, offset, device):
-    signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731
-    return torch.tensor([signed(seed), signed(offset)], dtype=torch.int64, device=device)
-
-
-# ---- 1. CUDA == CPU ----
-def check_equal(torch, rngx):
-    F = rngx.functional
-    gen = torch.Generator().manual_seed(0)
-    DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
-
-    def layouts(dtype):
-        """name -> (CPU tensor, CUDA tensor with the same values and strides)."""
-        base = torch.randn(3, 40, 17, 19, generator=gen).to(dtype)
-        wide = torch.randn(3, 41, 34, 21, generator=gen).to(dtype)
-        dense = {  # .to() keeps the strides of a dense tensor
-            "contiguous": base,
-            "channels_last": base.contiguous(memory_format=torch.channels_last),
-            "transposed": base.transpose(1, 3),
-            "long": torch.randn(2**20 + 3, generator=gen).to(dtype),
-        }
-        pairs = {k: (v, v.to(DEV)) for k, v in dense.items()}
-        pairs["sliced"] = (wide[:, 1:, ::2, 1:-1], wide.to(DEV)[:, 1:, ::2, 1:-1])
-        return pairs
-
-    states = [(0x0123_4567_89AB_CDEF, 0), (0xFEDC_BA98_7654_3210, 7), (5, (1 << 64) - 10)]  # aligned, not, wrap
-
-    def dropout_grad(x, st):
-        x = x.detach().requires_grad_()
-        y = F.dropout(x, st, 0.3)
-        g = torch.ones_like(y) * 1.25
-        return torch.autograd.grad(y, x, g)[0]
-
-    ops = {
-        "uniform": lambda x, st: F.uniform(x, st, -1.5, 2.0),
-        "quantize_noise": lambda x, st: F.quantize_noise(x, st, 0.5),
-        "dropout": lambda x, st: F.dropout(x, st, 0.3),
-        "dropout backward": dropout_grad,
-    }
-    for name, fn in ops.items():
-        total, bad = 0, []
-        for dtype in DTYPES:
-            for lname, (x, xc) in layouts(dtype).items():
-                assert xc.stride() == x.stride()
-                for seed, offset in states:
-                    want = fn(x, u64_state(torch, seed, offset, "cpu"))
-                    for where in ("cpu", DEV):
-                        got = fn(xc, u64_state(torch, seed, offset, where))
-                        total += 1
-                        if got.stride() != want.stride() or not torch.equal(got.cpu(), want):
-                            bad.append(f"{str(dtype)[6:]} {lname} offset={offset} state on {where}")
-        row("1 CUDA == CPU", name, "PASS" if not bad else "FAIL", f"{total - len(bad)}/{total} equal" + (f"; first: {bad[0]}" if bad else ""))
-
-    total, bad = 0, []
-    for size in ([3, 40, 17, 19], [2**20 + 3], [0], []):
-        for seed, offset in states:
-            want = F.bits(size, u64_state(torch, seed, offset, "cpu"))
-            got = F.bits(size, u64_state(torch, seed, offset, DEV))
-            total += 1
-            if got.device.type != DEV or not torch.equal(got.cpu(), want):
-                bad.append(f"size={size} offset={offset}")
-    row("1 CUDA == CPU", "bits", "PASS" if not bad else "FAIL", f"{total - len(bad)}/{total} equal" + (f"; first: {bad[0]}" if bad else ""))
-
-    # The stateful API: a CUDA Generator follows a CPU one word for word.
-    gc, gg = rngx.Generator(123), rngx.Generator(123, device=DEV)
-    x = torch.randn(64, 33, generator=gen)
-    same = all(torch.equal(rngx.quantize(x, generator=gc), rngx.quantize(x.to(DEV), generator=gg).cpu()) for _ in range(3))
-    same = same and torch.equal(gc.state, gg.state.cpu())
-    row("1 CUDA == CPU", "Generator(device='cuda')", "PASS" if same else "FAIL", "3 calls, values and state")
-
-    if DEV == "cpu":
-        return
-    try:
-        F.quantize_noise(torch.ones(3), u64_state(torch, 1, 0, DEV))
-        row("1 CUDA == CPU", "CUDA state with CPU x", "FAIL", "no error raised")
-    except ValueError as e:
-        row("1 CUDA == CPU", "CUDA state with CPU x", "PASS", f"ValueError: {e}")
-
-
-# ---- 2. cuRAND ----
-def check_curand(torch, rngx):
-    inc = curand_include(torch) if DEV == "cuda" else None
-    if inc is None:
-        row("2 cuRAND", "Philox4_32_10 words", "SKIP", "curand_kernel.h not found")
-        return
-    exe = os.path.join(BUILD, "curand_words")
-    src = os.path.join(ROOT, "benchmarks", "curand_words.cu")
+def curand_words_exe():
+    exe, src = os.path.join(BUILD, "curand_words"), os.path.join(ROOT, "benchmarks", "curand_words.cu")
     if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
         os.makedirs(BUILD, exist_ok=True)
         subprocess.run([nvcc_path(), "-O2", "-gencode", "arch=compute_90,code=sm_90", "-gencode",
-                        "arch=compute_80,code=compute_80", f"-I{inc}", src, "-o", exe], check=True)
-    cases = [(0, 0, 64), (0x0123_4567_89AB_CDEF, 3, 1001), ((1 << 64) - 1, (1 << 34) + 1, 257), (42, (1 << 40) - 2, 300)]
-    bad = []
-    for seed, offset, count in cases:
-        out = subprocess.run([exe, str(seed), str(offset), str(count)], capture_output=True, text=True, check=True).stdout
-        theirs = [int(w, 16) for w in out.split()]
-        ours = rngx.functional.bits([count], u64_state(torch, seed, offset, DEV)).tolist()
-        if ours != theirs:
-            bad.append(f"seed={seed:#x} offset={offset}")
-    words = sum(c for _, _, c in cases)
-    row("2 cuRAND", "Philox4_32_10 words", "PASS" if not bad else "FAIL",
-        f"{len(cases)} (seed, offset) cases, {words} words" + (f"; first mismatch: {bad[0]}" if bad else ""))
+                        "arch=compute_80,code=compute_80", f"-I{curand_include()}", src, "-o", exe], check=True)
+    return exe
 
 
-# ---- 3. torch.compile and CUDA graphs ----
-def check_compile(torch, rngx):
+def check_curand():
+    """bits of [seed, o] == cuRAND's words from curand_init(seed, 0, 4*o): 32-bit dtypes one word each, 64-bit
+    dtypes two, first word high."""
+    if DEV != "cuda":
+        record("curand", "words", "skip: needs a GPU")
+        return
+    if curand_include() is None or nvcc_path() is None:
+        record("curand", "words", "skip: nvcc or curand_kernel.h not found")
+        return
+    compare_curand(curand_words_exe())
+
+
+def compare_curand(exe):
+    """exe SEED BLOCK COUNT prints cuRAND's words; ours come from a state on the CPU and on the GPU."""
+    cases = [(0, 0, 64), (0x0123_4567_89AB_CDEF, 3, 1001), (U64 - 1, (1 << 34) + 1, 257), (42, (1 << 62) + 5, 300),
+             (7, U64 - 3, 40)]  # the last one wraps past block 2^64 - 1 to block 0
+    t32, t64 = Tally(), Tally()
+    for seed, block, count in cases:
+        out = subprocess.run([exe, str(seed), str(block), str(2 * count)], capture_output=True, text=True, check=True)
+        words = [int(w, 16) for w in out.stdout.split()]
+        pairs = [(words[2 * i] << 32) | words[2 * i + 1] for i in range(count)]
+        for where in where_states():
+            st, what = state(seed, block, device=where), f"seed={seed:#x} block={block} state on {where}"
+            t32.add(as_uints(F.bits([count], st, dtype=torch.uint32)) == words[:count], f"uint32 {what}")
+            t32.add([w & M32 for w in F.bits([count], st, dtype=torch.int32).tolist()] == words[:count], f"int32 {what}")
+            t64.add(as_uints(F.bits([count], st, dtype=torch.uint64)) == pairs, f"uint64 {what}")
+            t64.add(as_uints(F.bits([count], st, dtype=torch.int64)) == pairs, f"int64 {what}")
+    t32.notes.append(f"{len(cases)} (seed, block) cases incl. block >= 2^62 and the wrap at 2^64")
+    t32.record("curand", "bits uint32/int32 == curand() words")
+    t64.record("curand", "bits uint64/int64 == (w0 << 32) | w1")
+
+
+# ---- 3. torch.func._random ----
+def func_random():
+    """torch.func._random where this torch has its kernels on the device (from torch 2.13 on), else None."""
+    if torch.__version__ < "2.13":
+        return None
+    try:
+        import torch.func._random as R
+
+        return R if torch._C._dispatch_has_kernel_for_dispatch_key("aten::_philox_uniform_", DEV.upper()) else None
+    except (ImportError, RuntimeError):  # RuntimeError: no such operator
+        return None
+
+
+def check_func_random():
+    """Keys from torch.func._random work in rngx and derive the same children and uniforms as torch's."""
+    R = func_random()
+    if R is None:
+        record("torch.func._random", "interop", f"skip: torch.func._random not available in torch {torch.__version__} on {DEV}")
+        return
+    t = Tally()
+    root = R.key(0x5EED_0123_4567, device=DEV)
+    t.add(same(F.key(0x5EED_0123_4567, device=DEV, dtype=torch.uint64), root), "key")
+    t.add(same(F.key(0x5EED_0123_4567, device=DEV).view(torch.uint64), root), "key int64")
+    k = R.split(root, 2)[1]  # a key with a random 64-bit offset
+    kb = R.split(k, 6).view(2, 3, 2)
+    for name, key in (("key", k), ("batched key", kb)):
+        for num in (1, 3):
+            t.add(same(F.split(key, num), R.split(key, num)), f"split {name} num={num}")
+        for data in (0, 5, 1 << 40):
+            t.add(same(F.fold_in(key, data), R.fold_in(key, data)), f"fold_in {name} data={data}")
+    for dtype in FLOAT_DTYPES:  # [0, 1) only: torch computes low + u * (high - low) its own way
+        for name, key, shape in (("key", k, (3, 1001)), ("batched key", kb.view(2, 3, 1, 2), (2, 3, 501))):
+            try:
+                theirs = R.uniform(key, shape, dtype=dtype)
+            except RuntimeError as e:  # an older torch takes single keys only
+                note = f"torch rejects a {name}: {str(e)[:100]}"
+                t.notes += [note] if note not in t.notes else []
+                continue
+            t.add(same(F.uniform(torch.empty(shape, dtype=dtype, device=DEV), key), theirs), f"uniform {dtype} {name}")
+    t.record("torch.func._random", "keys, split, fold_in, uniform == torch's")
+
+
+# ---- 4. torch.compile and CUDA graphs ----
+def check_compile():
     def step(x, g):
         y = rngx.quantize(x, "noise", generator=g)
         return rngx.dropout(y, 0.3, generator=g)
@@ -187,181 +454,235 @@ def check_compile(torch, rngx):
             (gx,) = torch.autograd.grad(sum((o * o).sum() for o in outs), x)
             results.append((outs, gx, g.state.clone()))
         (eo, eg, es), (co, cg, cs) = results
-        ok = all(torch.equal(a, b) for a, b in zip(eo, co)) and torch.equal(eg, cg) and torch.equal(es, cs)
-        ok = ok and not torch.equal(eo[0], eo[1])
-        row("3 compile", f"fullgraph == eager ({layout})", "PASS" if ok else "FAIL", "outputs, x.grad, state; 2 fresh calls")
+        ok = all(same(a, b) for a, b in zip(eo, co)) and same(eg, cg) and same(es, cs) and not same(eo[0], eo[1])
+        ok = ok and int(cs[1]) == 4 * rngx.blocks_used(x0.numel(), x0.dtype)
+        record("compile", f"fullgraph == eager, Generator ({layout})", "pass" if ok else "fail", "outputs, x.grad, state; 2 calls")
 
-    # generator=None follows torch.manual_seed in both modes.
-    def noise(x):
+    def keyed(x, key):  # stateless: split into per-sample keys, fold_in, a batched dropout, int64 bits, float64
+        per_sample = F.split(key, x.shape[0]).view(x.shape[0], 1, 1, 1, 2)
+        y = F.dropout(F.quantize_noise(x, F.fold_in(key, 1), 0.5), per_sample, 0.2)
+        return y, F.bits(x.shape, per_sample, dtype=torch.int64), F.uniform(x, F.fold_in(key, 2), dtype=torch.float64)
+
+    x0 = torch.randn(8, 3, 10, 10, device=DEV).contiguous(memory_format=torch.channels_last)
+    results = []
+    for fn in (keyed, torch.compile(keyed, fullgraph=True)):
+        x = x0.clone().requires_grad_()
+        outs = fn(x, F.key(77, device=DEV))
+        results.append((*outs, torch.autograd.grad((outs[0] * outs[0]).sum(), x)[0]))
+    ok = all(same(a, b) for a, b in zip(*results))
+    record("compile", "fullgraph == eager, batched keys", "pass" if ok else "fail", "split, fold_in, dropout grad, bits int64, float64")
+
+    def noise(x):  # generator=None follows torch.manual_seed in both modes
         return rngx.quantize(x, "noise")
 
     x = torch.randn(1000, device=DEV)
     torch.manual_seed(32)
     eager = noise(x)
     torch.manual_seed(32)
-    comp = torch.compile(noise, fullgraph=True)(x)
-    row("3 compile", "generator=None after torch.manual_seed", "PASS" if torch.equal(eager, comp) else "FAIL", "CPU-drawn state, CUDA x")
+    ok = same(torch.compile(noise, fullgraph=True)(x), eager)
+    record("compile", "generator=None after torch.manual_seed", "pass" if ok else "fail", "CPU-drawn state")
 
-    # CUDA graphs through Inductor: the state is a static input advanced in place by every replay.
+
+def check_cuda_graphs(steps=5):
+    """State after k replays == eager state after k steps == [seed, k * blocks per step]."""
     from torch._dynamo.utils import counters
 
     def drop(x, g):
         return rngx.dropout(rngx.quantize(x, "noise", generator=g), 0.5, generator=g)
 
     counters.clear()
-    cg = torch.compile(drop, mode="reduce-overhead", fullgraph=True)
     x = torch.randn(4096, device=DEV)
+    per_step = 2 * rngx.blocks_used(x.numel(), x.dtype)
+    cg = torch.compile(drop, mode="reduce-overhead", fullgraph=True)
     g1, g2 = rngx.Generator(77, device=DEV), rngx.Generator(77, device=DEV)
-    got = [cg(x, g1).clone() for _ in range(5)]
-    want = [drop(x, g2) for _ in range(5)]
+    t, firsts = Tally(), set()
+    for k in range(1, steps + 1):
+        got = cg(x, g1).clone()  # a replay's output is overwritten by the next replay
+        t.add(same(got, drop(x, g2)), f"values at step {k}")
+        t.add(same(g1.state, g2.state) and int(g1.state[1]) == k * per_step, f"state {g1.state.tolist()} at step {k}")
+        firsts.add(tuple(got[:8].tolist()))
+    t.add(len(firsts) == steps, "a replay repeated values")
     skips = counters["inductor"]["cudagraph_skips"]  # bumped whenever Inductor falls back from CUDA graphs
-    ok = all(torch.equal(a, b) for a, b in zip(got, want)) and torch.equal(g1.state, g2.state)
-    fresh = len({tuple(t[:8].tolist()) for t in got}) == 5
-    graphs_ok = not skips or DEV == "cpu"  # on the CPU there are no CUDA graphs to skip
-    row("3 compile", 'mode="reduce-overhead", 5 replays', "PASS" if ok and fresh and graphs_ok else "FAIL",
-        f"same sequence as eager: {ok}; fresh each call: {fresh}; cudagraph skips: {skips}")
+    t.add(not skips or DEV == "cpu", f"{skips} cudagraph skips")
+    t.record("compile", f'mode="reduce-overhead", {steps} steps')
 
-    # A hand-made capture: replays read the GPU state when they run.
     if DEV == "cpu":
+        record("compile", "torch.cuda.CUDAGraph replays", "skip: needs a GPU")
         return
     g1, g2 = rngx.Generator(99, device=DEV), rngx.Generator(99, device=DEV)
     x = torch.randn(1 << 16, device=DEV)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
         rngx.quantize(x, generator=rngx.Generator(0, device=DEV))  # warm-up on a side stream, as torch advises
-    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = rngx.quantize(x, generator=g1)
-    got = []
-    for _ in range(3):
+    t = Tally()
+    t.add(int(g1.state[1]) == 0, "capture advanced the state")
+    for k in range(1, 4):
         graph.replay()
-        got.append(out.clone())
-    want = [rngx.quantize(x, generator=g2) for _ in range(3)]
-    ok = all(torch.equal(a, b) for a, b in zip(got, want)) and torch.equal(g1.state, g2.state)
-    row("3 compile", "torch.cuda.CUDAGraph, 3 replays", "PASS" if ok else "FAIL", "capture advances nothing; replays do")
+        t.add(same(out, rngx.quantize(x, generator=g2)), f"values at replay {k}")
+        t.add(same(g1.state, g2.state) and int(g1.state[1]) == k * rngx.blocks_used(x.numel(), x.dtype), f"state at replay {k}")
+    t.record("compile", "torch.cuda.CUDAGraph, 3 replays")
 
 
-# ---- 4. throughput ----
-def bench(torch, fn, iters=20, reps=3):
-    """Milliseconds per call, best of `reps` runs of `iters` back-to-back calls (CUDA events)."""
-    for _ in range(3):
-        fn()
+# ---- 5. speed ----
+def time_ms(fn, iters):
+    """Milliseconds per call over `iters` back-to-back calls: CUDA events on the GPU, the wall clock on the CPU."""
     if DEV == "cpu":
         t = time.perf_counter()
         for _ in range(iters):
             fn()
         return (time.perf_counter() - t) * 1e3 / iters
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            fn()
-        b.record()
-        torch.cuda.synchronize()
-        best = min(best, a.elapsed_time(b) / iters)
-    return best
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(iters):
+        fn()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / iters
 
 
-def check_throughput(torch, rngx, log2):
+def race(ours, theirs, rounds=7, iters=10):
+    """Median ms per call of each; the two take turns each round, so a busy moment hits both."""
+    for fn in (ours, theirs):
+        for _ in range(3):
+            fn()  # warmup: allocator, lazy init, autotuning
+    mine, others = [], []
+    for _ in range(rounds):
+        mine.append(time_ms(ours, iters))
+        others.append(time_ms(theirs, iters))
+    return statistics.median(mine), statistics.median(others)
+
+
+def check_speed(log2):
     import torch.nn.functional as tF
 
     n = 1 << log2
     x = torch.randn(n, device=DEV)
-    xg = x.clone().requires_grad_()
-    grad = torch.randn(n, device=DEV)
+    xg, grad = x.clone().requires_grad_(), torch.randn(n, device=DEV)
     g = rngx.Generator(1, device=DEV)
+    R = func_random()
+    key = R.key(1, device=DEV) if R else None
 
-    def dropout_fb(fn):
+    def fwd_bwd(fn):
         return lambda: torch.autograd.grad(fn(xg), xg, grad)
 
-    c_rand = torch.compile(lambda t: torch.rand_like(t))
-    c_noise = torch.compile(lambda t: t + torch.empty_like(t).uniform_(-0.5, 0.5))
-    c_drop = torch.compile(lambda t: tF.dropout(t, 0.5, training=True))
-    gb = n * 4 / 1e9
-    cases = [  # name, fn, GB moved (reads + writes), torch eager counterpart
-        ("x.clone()", lambda: x.clone(), 2 * gb, None),
-        ("torch.rand_like", lambda: torch.rand_like(x), gb, None),
-        ("torch.compile(rand_like)", lambda: c_rand(x), gb, None),
-        ("rngx.rand_like", lambda: rngx.rand_like(x, generator=g), gb, "torch.rand_like"),
-        ("torch x + uniform_", lambda: x + torch.empty_like(x).uniform_(-0.5, 0.5), 2 * gb, None),
-        ("torch.compile(x + uniform_)", lambda: c_noise(x), 2 * gb, None),
-        ("rngx.quantize_noise", lambda: rngx.quantize(x, "noise", generator=g), 2 * gb, "torch x + uniform_"),
-        ("F.dropout fwd+bwd", dropout_fb(lambda t: tF.dropout(t, 0.5, training=True)), 4 * gb, None),
-        ("torch.compile(F.dropout) fwd+bwd", dropout_fb(c_drop), 4 * gb, None),
-        ("rngx.dropout fwd+bwd", dropout_fb(lambda t: rngx.dropout(t, 0.5, generator=g)), 4 * gb, "F.dropout fwd+bwd"),
-    ]
-    ms = {}
-    for name, fn, moved, rival in cases:
-        ms[name] = t = bench(torch, fn)
-        detail = f"{t:.3f} ms, {moved / (t * 1e-3):.0f} GB/s"
-        if rival is None:
-            row(f"4 2^{log2} f32", name, "info", detail)
+    cases = {  # name -> (ours, theirs, target ratio) or a reason to skip
+        "rand_like vs torch.rand_like": (lambda: rngx.rand_like(x, generator=g), lambda: torch.rand_like(x), None),
+        "rand_like vs torch.func._random.uniform": (
+            (lambda: rngx.rand_like(x, generator=g), lambda: R.uniform(key, x.shape), None) if R
+            else f"torch.func._random not available in torch {torch.__version__} on {DEV}"),
+        "quantize_noise vs x.clone()": (lambda: rngx.quantize(x, "noise", generator=g), lambda: x.clone(), 0.9),
+        "quantize_noise vs x + empty_like(x).uniform_()": (
+            lambda: rngx.quantize(x, "noise", generator=g), lambda: x + torch.empty_like(x).uniform_(-0.5, 0.5), None),
+        "dropout fwd+bwd vs F.dropout": (fwd_bwd(lambda t: rngx.dropout(t, 0.5, generator=g)),
+                                         fwd_bwd(lambda t: tF.dropout(t, 0.5, training=True)), 2.0),
+        "randn_like vs torch.randn_like": (
+            (lambda: rngx.randn_like(x, generator=g), lambda: torch.randn_like(x), None) if hasattr(rngx, "randn_like")
+            else "torch_rngx has no randn_like yet"),
+    }
+    for name, case in cases.items():
+        if isinstance(case, str):
+            SPEED[name] = {"ratio": None, "ours_ms": None, "theirs_ms": None, "target": None, "met": None, "skip": case}
+            print(f"[{time.time() - T0:6.1f}s] speed | {name} | skip: {case}", flush=True)
+            continue
+        ours, theirs, target = case
+        ours_ms, theirs_ms = race(ours, theirs)
+        ratio = theirs_ms / ours_ms
+        SPEED[name] = {"ratio": round(ratio, 3), "ours_ms": round(ours_ms, 4), "theirs_ms": round(theirs_ms, 4),
+                       "target": target, "met": None if target is None else ratio >= target, "size": f"2^{log2} float32"}
+        print(f"[{time.time() - T0:6.1f}s] speed | {name} | {ratio:.2f}x (target {target})", flush=True)
+
+
+# ---- report ----
+def git_commit():
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def table():
+    head = ("section", "check", "result")
+    widths = [max(len(str(r[i])) for r in ROWS + [head]) for i in range(3)]
+    fmt = " | ".join(f"{{:<{w}}}" for w in widths) + " | {}"
+    lines = [fmt.format(*head, "detail"), "-" * (sum(widths) + 20)] + [fmt.format(*r) for r in ROWS]
+    lines += ["", f"{'speed (ratio = torch ms / ours ms)':<50} {'ours ms':>9} {'theirs ms':>9} {'ratio':>7} {'target':>7}"]
+    for name, s in SPEED.items():
+        if s.get("skip"):
+            lines.append(f"{name:<50} skip: {s['skip']}")
         else:
-            ok = t <= ms[rival]
-            row(f"4 2^{log2} f32", name, "PASS" if ok else "FAIL", f"{detail}; {ms[rival] / t:.2f}x {rival}")
-    ratio = ms["x.clone()"] / ms["rngx.quantize_noise"]
-    row(f"4 2^{log2} f32", "quantize_noise vs clone (>= 90%)", "PASS" if ratio >= 0.9 else "FAIL", f"{100 * ratio:.1f}% of clone's throughput")
-    NOTES.append("GB/s: the bytes one fused pass reads and writes (4 B/element for rand, 8 for clone and noise, "
-                 "16 for dropout fwd+bwd), the same count for torch's rows, so equal GB/s means equal time.")
+            verdict = "" if s["target"] is None else ("  met" if s["met"] else "  MISSED")
+            lines.append(f"{name:<50} {s['ours_ms']:9.3f} {s['theirs_ms']:9.3f} {s['ratio']:7.2f} {s['target'] or '-':>7}{verdict}")
+    return "\n".join(lines)
+
+
+def report(meta):
+    meta["total_s"] = round(time.time() - T0, 1)
+    failed = [k for k, v in CHECKS.items() if v == "fail"]
+    text = f"{table()}\n\n{len(CHECKS)} checks, {len(failed)} failed; {meta['total_s']} s"
+    print("\n" + text)
+    result = {"checks": CHECKS, "details": DETAILS, "speed": SPEED, "meta": meta}
+    slug = re.sub(r"[^a-z0-9]+", "-", (meta.get("gpu") or DEV).lower()).strip("-")
+    path = os.path.join(ROOT, "benchmarks", "results", f"gpu_check_{slug}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {path}")
+    if os.environ.get("OUT"):
+        shutil.copy(path, os.environ["OUT"])
+        with open(os.path.join(os.environ["OUT"], "gpu_check.txt"), "w") as f:
+            f.write(text + "\n")
+    return 1 if failed else 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size-log2", type=int, default=28, help="elements in the throughput tensors, as a power of 2")
-    ap.add_argument("--opcheck", action="store_true", help="also run torch_rngx.testing.opcheck_all on the device (~1 min)")
+    ap.add_argument("--size-log2", type=int, default=28, help="elements in the big and speed tensors, as a power of 2")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                    help="cpu: smoke-test this script without a GPU, using whatever torch_rngx imports (no build)")
+                    help="cpu: dry-run this script on the CPU with whatever torch_rngx is built (no build)")
+    ap.add_argument("--opcheck", action="store_true", help="also run torch_rngx.testing.opcheck_all on the device (~1 min)")
     args = ap.parse_args()
-    global DEV
+    global DEV, rngx, F
     DEV = args.device
-
+    meta = {"device": DEV, "torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0],
+            "gpu": None, "commit": git_commit(), "size_log2": args.size_log2,
+            "command": shlex.join([os.path.basename(sys.executable)] + sys.argv),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if DEV == "cuda":
+        meta["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
         try:
-            row("0 setup", "build", build_extension(), "USE_CUDA=1 setup.py build_ext --inplace")
+            record("setup", "build", "pass", f"{build_extension()}: USE_CUDA=1 setup.py build_ext --inplace")
         except Exception as e:
-            row("0 setup", "build", "FAIL", f"{type(e).__name__}: {e}")
-            return report()
-        sys.path.insert(0, ROOT)
-    import torch
+            record("setup", "build", "fail", f"{type(e).__name__}: {e}")
+            return report(meta)
+    sys.path.insert(0, ROOT)  # the in-place build, ahead of any installed copy
+    import torch_rngx
 
-    import torch_rngx as rngx
-
+    rngx, F = torch_rngx, torch_rngx.functional
+    meta["torch_rngx"] = getattr(rngx, "__version__", None)
     ready = DEV == "cpu" or (torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key("rngx::uniform", "CUDA"))
-    row("0 setup", "torch / device", "PASS" if ready else "FAIL",
-        f"torch {torch.__version__}, {torch.cuda.get_device_name() if DEV == 'cuda' and torch.cuda.is_available() else DEV}")
-    sections = [("1 CUDA == CPU", lambda: check_equal(torch, rngx)), ("2 cuRAND", lambda: check_curand(torch, rngx)),
-                ("3 compile", lambda: check_compile(torch, rngx))]
+    record("setup", "device and CUDA kernels", "pass" if ready else "fail", f"torch {torch.__version__}, {meta['gpu'] or DEV}")
+    sections = [("cuda==cpu", check_float_ops), ("cuda==cpu", check_bits), ("cuda==cpu", check_split_fold_in),
+                ("cuda==cpu", check_batched), ("cuda==cpu", check_generator), ("cuda==cpu", check_errors),
+                ("cuda==cpu", lambda: check_big(args.size_log2)), ("curand", check_curand),
+                ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs)]
     if args.opcheck:
-        sections.append(("3 compile", lambda: row("3 compile", f"opcheck_all({DEV!r})", "PASS",
-                                                  f"{rngx.testing.opcheck_all(DEV)} samples")))
-    sections.append(("4 throughput", lambda: check_throughput(torch, rngx, args.size_log2)))
+        sections.append(("compile", lambda: record("compile", f"opcheck_all({DEV!r})", "pass", f"{rngx.testing.opcheck_all(DEV)} samples")))
+    sections.append(("speed", lambda: check_speed(args.size_log2)))
     for section, fn in sections if ready else []:
         try:
             fn()
         except Exception as e:  # one broken section must not hide the others
             traceback.print_exc()
-            row(section, "(section)", "FAIL", f"{type(e).__name__}: {e}"[:200])
-
-    return report()
-
-
-def report():
-    header = ("section", "check", "result")
-    widths = [max(len(str(r[i])) for r in ROWS + [header]) for i in range(3)]
-    lines = [f"GPU check, {time.time() - T0:.0f} s", ""]
-    lines += [f"| {'section':<{widths[0]}} | {'check':<{widths[1]}} | {'result':<{widths[2]}} | detail"]
-    lines += [f"|{'-' * (widths[0] + 2)}|{'-' * (widths[1] + 2)}|{'-' * (widths[2] + 2)}|-------"]
-    lines += [f"| {s:<{widths[0]}} | {c:<{widths[1]}} | {r:<{widths[2]}} | {d}" for s, c, r, d in ROWS]
-    table = "\n".join(lines + [""] + NOTES)
-    print("\n" + table)
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "gpu_check.txt"), "w") as f:
-            f.write(table + "\n")
-    return 1 if any(r[2] == "FAIL" for r in ROWS) else 0
+            record(section, f"{getattr(fn, '__name__', 'section')} crashed", "fail", f"{type(e).__name__}: {e}"[:300])
+    return report(meta)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,11 @@
 
 #include "kernels/ops.h"
 
+// torch 2.10 and 2.11 name it TORCH_ERROR_CODE_CHECK (torch/headeronly/util/shim_utils.h); 2.12+ add this name.
+#ifndef STABLE_TORCH_ERROR_CODE_CHECK
+#define STABLE_TORCH_ERROR_CODE_CHECK(call) TORCH_ERROR_CODE_CHECK(call)
+#endif
+
 namespace rngx_glue {
 
 using torch::headeronly::ScalarType;
@@ -36,10 +41,10 @@ struct KeyLayout {
   rngx_keys keys{};
 
   // pairs: where the kernel reads the state (host memory for the C kernels, device memory for CUDA), or
-  // nullptr to pass a CPU state's single key by value.
+  // nullptr to pass a CPU state's single key by value (an empty state has no key, and its output no element).
   KeyLayout(const Tensor& state, const int64_t* sizes, int64_t ndim, const int64_t* pairs) {
     keys.pairs = pairs;
-    if (pairs == nullptr) {
+    if (pairs == nullptr && state.numel() == 2) {
       const auto* s = static_cast<const int64_t*>(state.const_data_ptr());
       keys.seed = static_cast<uint64_t>(s[0]);
       keys.offset = static_cast<uint64_t>(s[1]);
@@ -96,24 +101,31 @@ inline void check_size(const std::vector<int64_t>& size) {
 // A double that rounds to a finite float32: below FLT_MAX + half its ulp (the tie rounds to infinity).
 inline bool finite_as_float(double v) { return std::fabs(v) < 0x1.ffffffp+127; }
 
-// <= 32-bit types compute in float32, so there low, high and high - low must be finite in float32.
-inline void check_interval(double low, double high, rngx_dtype dt) {
+// The uniform's parameters (rngx_uniform_params): the bounds rounded to the output dtype and their difference
+// must be finite there, for <= 32-bit types as for float64.
+inline rngx_params uniform_params(double low, double high, rngx_dtype dt) {
   STD_TORCH_CHECK(std::isfinite(low) && std::isfinite(high) && std::isfinite(high - low),
                   "rngx.uniform: low, high and high - low must be finite");
-  STD_TORCH_CHECK(dt == RNGX_FLOAT64 || (finite_as_float(low) && finite_as_float(high) && finite_as_float(high - low)),
-                  "rngx.uniform: low, high and high - low must be finite in float32, the compute type of ",
-                  "float32, float16 and bfloat16, got low=", low, ", high=", high);
   STD_TORCH_CHECK(low <= high, "rngx.uniform: low must be <= high, got low=", low, ", high=", high);
+  const rngx_params p = rngx_uniform_params(dt, low, high);
+  STD_TORCH_CHECK(dt == RNGX_FLOAT64 || (std::isfinite(p.lo) && std::isfinite(rngx_round_to(dt, high)) &&
+                                         std::isfinite(p.width)),
+                  "rngx.uniform: low, high and high - low must be finite in ",
+                  dt == RNGX_FLOAT16 ? "float16" : dt == RNGX_BFLOAT16 ? "bfloat16" : "float32",
+                  ", the output dtype, got low=", low, ", high=", high);
+  return p;
 }
 
-inline void check_half(double half, rngx_dtype dt) {
+inline rngx_params noise_params(double half, rngx_dtype dt) {
   STD_TORCH_CHECK(std::isfinite(half) && half >= 0, "rngx.quantize_noise: half must be finite and >= 0, got ", half);
   STD_TORCH_CHECK(dt == RNGX_FLOAT64 ? std::isfinite(2 * half) : finite_as_float(2 * half),
                   "rngx.quantize_noise: half is too large: 2 * half must be finite in the compute type, got ", half);
+  return rngx_noise_params(half);
 }
 
-inline void check_probability(double p) {
+inline rngx_params dropout_params(double p) {
   STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.dropout: p must be in [0, 1], got ", p);  // false for NaN
+  return rngx_dropout_params(p);
 }
 
 // The job for `out`, reading `in` (if given), with its keys. The tensors and `keys` must outlive the job.

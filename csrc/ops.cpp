@@ -50,11 +50,11 @@ Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  check_interval(low, high, dt);
+  const rngx_params params = uniform_params(low, high, dt);
   Tensor out = empty_like(like, dtype);
   const KeyLayout keys = keys_for(state, out);
   const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, low, high, b, e); });
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
   return out;
 }
 
@@ -62,11 +62,11 @@ Tensor quantize_noise(Tensor x, Tensor state, double half) {
   check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  check_half(half, dt);
+  const rngx_params params = noise_params(half, dt);
   Tensor out = empty_like(x, std::nullopt);
   const KeyLayout keys = keys_for(state, out);
   const rngx_job job = make_job(keys, dt, out, &x);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, half, b, e); });
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
   return out;
 }
 
@@ -74,11 +74,11 @@ Tensor dropout(Tensor x, Tensor state, double p) {
   check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  check_probability(p);
+  const rngx_params params = dropout_params(p);
   Tensor out = empty_like(x, std::nullopt);
   const KeyLayout keys = keys_for(state, out);
   const rngx_job job = make_job(keys, dt, out, &x);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_dropout(&job, p, b, e); });
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_dropout(&job, &params, b, e); });
   return out;
 }
 

@@ -70,39 +70,39 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
 Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  check_interval(low, high, dt);
+  const rngx_params params = uniform_params(low, high, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
   const KeyLayout keys = keys_for(state, out);
   const rngx_job job = make_job(keys, dt, out, nullptr);
-  check_launch(rngx_cuda_uniform(&job, current_stream(dev), low, high), "rngx.uniform");
+  check_launch(rngx_cuda_uniform(&job, current_stream(dev), &params), "rngx.uniform");
   return out;
 }
 
 Tensor quantize_noise(Tensor x, Tensor state, double half) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  check_half(half, dt);
+  const rngx_params params = noise_params(half, dt);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
   const KeyLayout keys = keys_for(state, out);
   const rngx_job job = make_job(keys, dt, out, &x);
-  check_launch(rngx_cuda_quantize_noise(&job, current_stream(dev), half), "rngx.quantize_noise");
+  check_launch(rngx_cuda_quantize_noise(&job, current_stream(dev), &params), "rngx.quantize_noise");
   return out;
 }
 
 Tensor dropout(Tensor x, Tensor state, double p) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  check_probability(p);
+  const rngx_params params = dropout_params(p);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
   const KeyLayout keys = keys_for(state, out);
   const rngx_job job = make_job(keys, dt, out, &x);
-  check_launch(rngx_cuda_dropout(&job, current_stream(dev), p), "rngx.dropout");
+  check_launch(rngx_cuda_dropout(&job, current_stream(dev), &params), "rngx.dropout");
   return out;
 }
 

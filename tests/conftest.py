@@ -10,12 +10,35 @@ torch._dynamo.config.accumulated_cache_size_limit = 1024
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64"}
+INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64]
+INT_VIEW = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def make_state(seed, offset):
-    """[seed, offset] as int64 bit patterns of the unsigned values."""
+def make_state(seed, offset, dtype=torch.int64):
+    """[seed, offset] (offset in Philox blocks) as int64 bit patterns of the unsigned values, or as uint64."""
     signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731
+    if dtype == torch.uint64:
+        return torch.tensor([signed(seed), signed(offset)], dtype=torch.int64).view(torch.uint64)
     return torch.tensor([signed(seed), signed(offset)], dtype=torch.int64)
+
+
+def np_state(state):
+    """A state tensor (int64 or uint64, any shape (*B, 2)) as the uint64 NumPy array the reference takes."""
+    return state.detach().cpu().contiguous().view(torch.int64).numpy().view(np.uint64)
+
+
+def raw_bits(t):
+    """A tensor's elements in logical row-major order as unsigned NumPy bit patterns (NaN-safe comparisons)."""
+    size = t.element_size()
+    return t.detach().contiguous().view(INT_VIEW[size]).reshape(-1).numpy().view(UINT[size])
+
+
+def from_bits(bits, dtype, shape):
+    """Reference bit patterns (unsigned NumPy ints, logical order) -> a contiguous tensor of dtype and shape."""
+    size = torch.empty((), dtype=dtype).element_size()
+    ints = np.ascontiguousarray(bits).astype(UINT[size]).view(np.dtype(f"i{size}"))
+    return torch.from_numpy(ints.copy()).view(dtype).reshape(shape)
 
 
 def layouts(shape=(2, 3, 4, 5), dtype=torch.float32):

@@ -36,13 +36,14 @@ def state(seed, offset=0):
 
 
 def words(seed, n, offset=0):
-    return F.bits([n], state(seed, offset)).numpy().astype(np.uint32)
+    """n words of key (seed, offset); the offset counts 4-word Philox blocks."""
+    return F.bits([n], state(seed, offset), dtype=torch.uint32).numpy()
 
 
 def weak_words(seed, n, offset=0):
     """--weak: a Weyl sequence, seed + golden-ratio steps. Uniform on its own, but it fails independence
     badly; running the checks on it shows that they can fail."""
-    i = np.arange(offset, offset + n, dtype=np.uint64)
+    i = np.arange(4 * offset, 4 * offset + n, dtype=np.uint64)
     return ((np.uint64(seed % U64) + i * np.uint64(0x9E3779B9)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
@@ -92,14 +93,14 @@ def lags():
 
 
 def consecutive_calls():
-    """What a Generator hands out: call k+1 starts at offset (k+1) * words_used."""
+    """What a Generator hands out: call k+1 starts at offset (k+1) * blocks_used."""
     n = 1 << 23
-    first, second = words(7, n, 0), words(7, n, n)
+    first, second = words(7, n, 0), words(7, n, n // 4)
     pair_chi2("consecutive calls", first, second)
     correlation("consecutive calls", first, second)
     p = 0.5
     a = F.dropout(torch.ones(n), state(7, 0), p) != 0
-    b = F.dropout(torch.ones(n), state(7, n), p) != 0
+    b = F.dropout(torch.ones(n), state(7, n // 4), p) != 0
     binomial("consecutive dropout masks overlap", int((a & b).sum()), n, (1 - p) ** 2)
 
 

@@ -11,8 +11,9 @@ class TestGenerator:
     def test_seed_offset_and_accessors(self):
         g = torch_rngx.Generator(2**64 - 1)
         assert g.initial_seed() == 2**64 - 1 and g.state.tolist() == [-1, 0] and g.device == torch.device("cpu")
-        torch_rngx.rand_like(torch.empty(5), generator=g)
-        assert g.state.tolist() == [-1, 8] and g.initial_seed() == 2**64 - 1
+        assert g.state.dtype == torch.int64 and g.state.shape == (2,)
+        torch_rngx.rand_like(torch.empty(5), generator=g)  # 5 words: 2 blocks
+        assert g.state.tolist() == [-1, 2] and g.initial_seed() == 2**64 - 1
 
     def test_get_set_state_replays(self):
         g = torch_rngx.Generator(7)
@@ -45,7 +46,11 @@ class TestGenerator:
         g = torch_rngx.Generator(1)
         state = g.state
         torch_rngx.dropout(torch.ones(9, dtype=torch.float64), 0.5, generator=g)
-        assert g.state is state and state.tolist() == [1, torch_rngx.words_used(9, torch.float64)] == [1, 20]
+        assert g.state is state and state.tolist() == [1, torch_rngx.blocks_used(9, torch.float64)] == [1, 5]
+
+
+def test_version():
+    assert torch_rngx.__version__ == "0.2.0"
 
 
 class TestRandLike:

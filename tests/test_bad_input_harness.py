@@ -1,5 +1,6 @@
 """Bad input, broadly: every public function and every raw torch.ops.rngx op, called with each wrong kind of
-argument, raises a clear exception that names the argument, and leaves every state tensor as it was.
+argument, raises a clear exception that names the argument, and leaves every state tensor as it was. A state
+is an int64 or uint64 tensor (*B, 2); batched states must broadcast to the output (docs/stream.md).
 
 The calls run in a child process (this file, run as a script), so a segfault or abort fails its case instead
 of killing the test run: the parent restarts the child after the case that died and carries on.
@@ -39,12 +40,15 @@ def x32():
 # Each maker returns a fresh wrong `state`: one per wrong kind.
 BAD_STATES = {
     "int32": lambda: good_state().int(),
-    "uint64": lambda: good_state().to(torch.uint64),
+    "uint32": lambda: good_state().to(torch.uint32),
     "float": lambda: good_state().float(),
     "float_requires_grad": lambda: torch.zeros(2, requires_grad=True),
     "bool": lambda: torch.tensor([True, False]),
     "shape_3": lambda: torch.zeros(3, dtype=torch.int64),
     "shape_2x1": lambda: torch.zeros(2, 1, dtype=torch.int64),
+    "shape_3x3_uint64": lambda: torch.zeros(3, 3, dtype=torch.uint64),
+    "batched_B_mismatch": lambda: torch.zeros(3, 2, 2, dtype=torch.int64),  # B (3, 2) on (3, 4) or on (3,)
+    "batched_too_many_dims": lambda: torch.zeros(3, 4, 1, 2, dtype=torch.uint64),
     "shape_0dim": lambda: torch.tensor(5),
     "noncontiguous": lambda: torch.zeros(4, dtype=torch.int64)[::2],
     "meta": lambda: good_state().to("meta"),
@@ -55,6 +59,9 @@ BAD_STATES = {
     "none": lambda: None,
     "numpy": lambda: np.array([1, 2], dtype=np.int64),
 }
+
+# Kinds that are valid states in themselves, wrong only for the output they are used on.
+NOT_BROADCASTING = ("batched_B_mismatch", "batched_too_many_dims")
 
 # Wrong `x` (or `like`): wrong dtype, layout, dims or type. A meta x with a CPU state is not wrong: it gives a
 # meta result (shape propagation), so it is not listed.
@@ -100,15 +107,21 @@ def cases():
         "F.quantize_noise": lambda s: F.quantize_noise(x32(), s),
         "F.dropout": lambda s: F.dropout(x32(), s, 0.5),
         "Generator.set_state": None,  # below: it must also keep the Generator's own state
-        "ops.bits": lambda s: ops.bits([3], s),
+        "F.split": lambda s: F.split(s, 2),
+        "F.fold_in": lambda s: F.fold_in(s, 3),
+        "ops.bits": lambda s: ops.bits([3], s, torch.int32),
         "ops.uniform": lambda s: ops.uniform(x32(), s, 0.0, 1.0, None),
         "ops.quantize_noise": lambda s: ops.quantize_noise(x32(), s, 0.5),
         "ops.dropout": lambda s: ops.dropout(x32(), s, 0.5),
+        "ops.split": lambda s: ops.split(s, 2),
+        "ops.fold_in": lambda s: ops.fold_in(s, torch.tensor(3)),
         "ops.take_": lambda s: ops.take_(s, 4),
     }
     for fname, call in takes_state.items():
         for kind, make in BAD_STATES.items():
             raw = fname.startswith("ops.")
+            if kind in NOT_BROADCASTING and fname.split(".")[-1] in ("split", "fold_in", "take_", "set_state"):
+                continue  # any (*B, 2) state splits and folds; take_ and set_state: tests/test_keys.py
             if fname == "Generator.set_state":
                 g = torch_rngx.Generator(9)
                 s = make()
@@ -119,7 +132,7 @@ def cases():
             names = ("state",)
             if raw and kind == "sparse":
                 names = ("state", "SparseCPU")  # the dispatcher finds no sparse kernel for the C++ ops, and says so
-            if raw and kind == "none" and fname == "ops.bits":
+            if raw and kind == "none" and fname in ("ops.bits", "ops.split"):
                 names = ("no tensor arguments",)  # nothing to dispatch on: the dispatcher says so, naming the op
             add(f"{fname}[state={kind}]", lambda call=call, s=s: call(s), names, RAW if raw else PUBLIC,
                 [s] if isinstance(s, torch.Tensor) else [])
@@ -210,7 +223,43 @@ def cases():
         add(f"F.uniform[dtype={kind}]", lambda d=dtype, s=s: F.uniform(x32(), s, dtype=d), ("dtype",), PUBLIC, [s])
         add(f"rand_like[dtype={kind}]", lambda d=dtype: torch_rngx.rand_like(x32(), dtype=d), ("dtype",))
         add(f"ops.uniform[dtype={kind}]", lambda d=dtype, s=s: ops.uniform(x32(), s, 0.0, 1.0, d), ("dtype",), RAW, [s])
-        add(f"words_used[dtype={kind}]", lambda d=dtype: torch_rngx.words_used(4, d), ("dtype",))
+        if kind != "int64":  # bits dtypes have a size too (2 words for 64-bit ones)
+            add(f"blocks_used[dtype={kind}]", lambda d=dtype: torch_rngx.blocks_used(4, d), ("dtype",))
+    # bits takes the integer dtypes only
+    for kind, dtype in {"bool": torch.bool, "float32": torch.float32, "float64": torch.float64,
+                        "bfloat16": torch.bfloat16, "complex64": torch.complex64, "str": "int32",
+                        "numpy": np.int32}.items():
+        s = good_state()
+        add(f"F.bits[dtype={kind}]", lambda d=dtype, s=s: F.bits([3], s, dtype=d), ("dtype",), PUBLIC, [s])
+        if kind not in ("str", "numpy"):
+            add(f"ops.bits[dtype={kind}]", lambda d=dtype, s=s: ops.bits([3], s, d), ("dtype",), RAW, [s])
+
+    # ---- key, split's num and fold_in's data ----
+    for kind, seed in BAD_SEEDS.items():
+        if kind != "none_manual":
+            add(f"F.key[seed={kind}]", lambda seed=seed: F.key(seed), ("seed",))
+    for kind, dtype in {"int32": torch.int32, "float64": torch.float64, "str": "int64"}.items():
+        add(f"F.key[dtype={kind}]", lambda d=dtype: F.key(1, dtype=d), ("dtype",))
+    for kind, num in {"zero": 0, "negative": -1, "float": 1.5, "str": "2", "none": None}.items():
+        s = good_state()
+        add(f"F.split[num={kind}]", lambda n=num, s=s: F.split(s, n), ("num",), PUBLIC, [s])
+        if kind in ("zero", "negative", "float", "str"):
+            add(f"ops.split[num={kind}]", lambda n=num, s=s: ops.split(s, n), ("num",), RAW, [s])
+        g = torch_rngx.Generator(3)
+        add(f"Generator.split[n={kind}]", lambda g=g, n=num: g.split(n), ("n",), PUBLIC, [g.state])
+    bad_data = {"negative": -1, "2^64": 2**64, "2^100": 2**100, "float": 1.5, "str": "3", "none": None,
+                "float_tensor": torch.tensor(1.5), "bool_tensor": torch.tensor(True),
+                "int32_tensor": torch.tensor(3, dtype=torch.int32), "no_broadcast": torch.tensor([1, 2, 3])}
+    for kind, data in bad_data.items():
+        s = good_state()
+        add(f"F.fold_in[data={kind}]", lambda d=data, s=s: F.fold_in(s, d), ("data",), PUBLIC, [s])
+        if isinstance(data, torch.Tensor):
+            add(f"ops.fold_in[data={kind}]", lambda d=data, s=s: ops.fold_in(s, d), ("data",), RAW, [s])
+        g = torch_rngx.Generator(3)
+        add(f"Generator.fold_in[data={kind}]", lambda g=g, d=data: g.fold_in(d), ("data",), PUBLIC, [g.state])
+    s = torch.zeros(2, 3, 2, dtype=torch.int64)
+    add("F.fold_in[data=per_key_no_broadcast]", lambda s=s: F.fold_in(s, torch.zeros(3, 3, dtype=torch.int64)),
+        ("data",), PUBLIC, [s])
 
     # ---- size ----
     for kind, size in BAD_SIZES.items():
@@ -218,7 +267,7 @@ def cases():
         add(f"F.bits[size={kind}]", lambda sz=size, s=s: F.bits(sz, s), ("size",), PUBLIC, [s])
         if kind in ("str", "bool_elem"):
             continue  # the schema reads "3" and [True] as sequences of ints; F.bits rejects them
-        add(f"ops.bits[size={kind}]", lambda sz=size, s=s: ops.bits(sz, s), ("size", "dims"), RAW, [s])
+        add(f"ops.bits[size={kind}]", lambda sz=size, s=s: ops.bits(sz, s, torch.int32), ("size", "dims"), RAW, [s])
 
     # ---- seeds and Generators ----
     for kind, seed in BAD_SEEDS.items():
@@ -247,12 +296,12 @@ def cases():
             add(f"quantize[{mode},means={kind}]", lambda m=means, mode=mode: torch_rngx.quantize(x32(), mode, m),
                 ("means",))
 
-    # ---- words_used, the take_ step and seed_state ----
+    # ---- blocks_used, the take_ step and seed_state ----
     for kind, n in {"negative": -1, "float": 1.5, "bool": True, "none": None, "str": "3"}.items():
-        add(f"words_used[numel={kind}]", lambda n=n: torch_rngx.words_used(n, torch.float32), ("numel",))
+        add(f"blocks_used[numel={kind}]", lambda n=n: torch_rngx.blocks_used(n, torch.float32), ("numel",))
     s = good_state()
-    add("ops.take_[words=-4]", lambda s=s: ops.take_(s, -4), ("words",), RAW, [s])
-    add("ops.take_[words=2^64]", lambda s=s: ops.take_(s, 2**64), ("words",), RAW, [s])
+    add("ops.take_[blocks=-4]", lambda s=s: ops.take_(s, -4), ("blocks",), RAW, [s])
+    add("ops.take_[blocks=2^64]", lambda s=s: ops.take_(s, 2**64), ("blocks",), RAW, [s])
     add("ops.seed_state[an argument]", lambda s=s: ops.seed_state(s), ("seed_state",), RAW, [s])
     return out
 

@@ -31,7 +31,7 @@ PUBLIC = {
 
 def _functional(x, g):
     state = g.state if g is not None else torch.tensor([7, 3])
-    n = torch_rngx.words_used(x.numel(), x.dtype)
+    n = torch_rngx.blocks_used(x.numel(), x.dtype)
     return (F.bits(x.shape, state), F.uniform(x, state, -1.0, 0.5), F.quantize_noise(x, state, 0.25),
             F.dropout(x, state + torch.tensor([0, n]), 0.5))
 

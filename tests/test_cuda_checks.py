@@ -1,5 +1,6 @@
 """Device rules for the CUDA path that hold on any machine (docs/cuda.md, "Where the state lives"): a CPU state
-also serves CUDA inputs, a CUDA state only its own GPU's. Devices are stand-ins, so no GPU is needed."""
+holding one key also serves CUDA inputs, a batched one must be on the input's device, a CUDA state serves only
+its own GPU's. Devices are stand-ins, so no GPU is needed."""
 from types import SimpleNamespace
 
 import pytest
@@ -9,13 +10,25 @@ import torch_rngx
 from torch_rngx import _checks
 
 
-def on(device):
-    return SimpleNamespace(device=torch.device(device))
+def on(device, shape=(2,)):
+    """A stand-in tensor: a device and a shape, nothing else."""
+    return SimpleNamespace(device=torch.device(device), shape=torch.Size(shape), dim=lambda: len(shape),
+                           numel=lambda: torch.Size(shape).numel())
 
 
 @pytest.mark.parametrize("x, s", [("cpu", "cpu"), ("cuda:0", "cuda:0"), ("cuda:1", "cpu"), ("meta", "cuda:0")])
 def test_allowed(x, s):
     _checks.same_device(on(x), on(s))
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (1, 1, 2)])
+def test_a_cpu_state_of_one_key_serves_cuda_inputs(shape):
+    _checks.same_device(on("cuda:0"), on("cpu", shape))
+
+
+def test_a_batched_cpu_state_does_not_serve_cuda_inputs():
+    with pytest.raises(ValueError, match="batched state for x on cuda:0"):
+        _checks.same_device(on("cuda:0"), on("cpu", (3, 1, 2)))
 
 
 @pytest.mark.parametrize("x, s", [("cpu", "cuda:0"), ("cuda:0", "cuda:1")])

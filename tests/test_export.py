@@ -10,7 +10,7 @@ class Explicit(torch.nn.Module):
 
     def forward(self, x, state):
         y = F.quantize_noise(x, state)
-        advanced = state + torch.tensor([0, torch_rngx.words_used(x.numel(), x.dtype)])
+        advanced = state + torch.tensor([0, torch_rngx.blocks_used(x.numel(), x.dtype)])
         return F.dropout(torch.relu(y), advanced, 0.25)
 
 

@@ -11,12 +11,15 @@ def test_opcheck_all_passes_on_every_sample():
     assert n == len(list(samples())) and n > 300
 
 
-def test_samples_cover_every_op_dtype_and_layout():
+def test_samples_cover_every_op_dtype_layout_and_state_kind():
     seen = {(op.name(), a[0].dtype if a and isinstance(a[0], torch.Tensor) else None) for op, a in samples()}
     for op in ("rngx::uniform", "rngx::quantize_noise", "rngx::dropout"):
         for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
             assert (op, dtype) in seen
-    assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state", "rngx::take_"}
+    assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state", "rngx::take_", "rngx::split", "rngx::fold_in"}
+    states = [a[0] if op.name() in ("rngx::split", "rngx::fold_in", "rngx::take_") else a[1] for op, a in samples() if a]
+    assert any(s.dim() > 1 for s in states), "no batched state"
+    assert {s.dtype for s in states} == {torch.int64, torch.uint64}
 
 
 def test_opcheck_all_reports_a_broken_fake_kernel():

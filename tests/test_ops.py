@@ -4,54 +4,31 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import DTYPE_NAMES, FLOAT_DTYPES, layouts, make_state
-from reference import element_words, u24, u_float
+from conftest import DTYPE_NAMES, FLOAT_DTYPES, from_bits, layouts, make_state
+from reference import bits_ref, dropout_ref, quantize_noise_ref, uniform_ref
 
 from torch_rngx import functional as F
 from torch_rngx import ops
 
-SEED, OFFSET = 0x9E3779B97F4A7C15, 6  # an unaligned offset
+SEED, OFFSET = 0x9E3779B97F4A7C15, 6  # the offset counts Philox blocks
 
 
-def to_dtype(values, dtype):
-    """float32/float64 NumPy values rounded once (to nearest even) to `dtype`."""
-    return torch.from_numpy(np.ascontiguousarray(values)).to(dtype)
-
-
-def ref_words(numel, dtype):
-    return element_words(SEED, OFFSET, numel, 2 if dtype == torch.float64 else 1)
+def compute_values(x):
+    """x's values in logical order in the compute type: float64 for float64, float32 otherwise."""
+    return x.detach().to(torch.float64 if x.dtype == torch.float64 else torch.float32).contiguous().view(-1).numpy()
 
 
 def ref_uniform(shape, dtype, low, high):
-    u = u_float(ref_words(math.prod(shape), dtype), DTYPE_NAMES[dtype])
-    if dtype == torch.float64:
-        return to_dtype(low + u * (high - low), dtype).reshape(shape)
-    return to_dtype(np.float32(low) + u * np.float32(high - low), dtype).reshape(shape)
-
-
-def ref_u(x):
-    """The u that quantize_noise and dropout use: 24 bits for <= 32-bit types, 53 for float64."""
-    w = ref_words(x.numel(), x.dtype)
-    return u_float(w, "float64") if x.dtype == torch.float64 else u24(w)
-
-
-def compute_type(x):
-    return np.float64 if x.dtype == torch.float64 else np.float32
+    return from_bits(uniform_ref(shape, (SEED, OFFSET), DTYPE_NAMES[dtype], low, high), dtype, shape)
 
 
 def ref_noise(x, half):
-    ct = compute_type(x)
-    xs = x.to(torch.float64 if ct is np.float64 else torch.float32).contiguous().view(-1).numpy()
-    noise = ct(-half) + ref_u(x) * ct(2 * half)
-    return to_dtype(xs + noise, x.dtype).reshape(x.shape)
+    bits = quantize_noise_ref(compute_values(x), (SEED, OFFSET), DTYPE_NAMES[x.dtype], half)
+    return from_bits(bits, x.dtype, x.shape)
 
 
 def ref_dropout(x, p):
-    ct = compute_type(x)
-    xs = x.to(torch.float64 if ct is np.float64 else torch.float32).contiguous().view(-1).numpy()
-    keep = ref_u(x).astype(np.float64) >= p
-    scaled = xs * ct(1.0 / (1.0 - p)) if p < 1 else np.zeros_like(xs)
-    return to_dtype(np.where(keep, scaled, ct(0)), x.dtype).reshape(x.shape)
+    return from_bits(dropout_ref(compute_values(x), (SEED, OFFSET), DTYPE_NAMES[x.dtype], p), x.dtype, x.shape)
 
 
 STATE = make_state(SEED, OFFSET)
@@ -60,12 +37,23 @@ STATE = make_state(SEED, OFFSET)
 class TestBits:
     def test_shape_dtype_and_range(self):
         out = F.bits((5, 0, 2), STATE)
-        assert out.shape == (5, 0, 2) and out.dtype == torch.int64
-        out = F.bits((64, 64), STATE)
-        assert 0 <= int(out.min()) and int(out.max()) < 2**32
+        assert out.shape == (5, 0, 2) and out.dtype == torch.int32
+        out = F.bits((64, 64), STATE, dtype=torch.uint32)
+        assert out.dtype == torch.uint32
+        wide = out.to(torch.int64)  # torch 2.13 has no min/max for uint32
+        assert 0 <= int(wide.min()) and int(wide.max()) < 2**32 and int(wide.max()) >= 2**31
+
+    def test_equals_reference(self):
+        out = F.bits((3, 40), STATE)
+        np.testing.assert_array_equal(out.numpy(), bits_ref((3, 40), (SEED, OFFSET), "int32"))
+
+    def test_does_not_modify_state_and_is_repeatable(self):
+        state = STATE.clone()
+        assert torch.equal(F.bits([9], state), F.bits([9], state)) and torch.equal(state, STATE)
 
     def test_opcheck(self):
-        torch.library.opcheck(ops.bits.default, ([3, 5], STATE))
+        torch.library.opcheck(ops.bits.default, ([3, 5], STATE, torch.int32))
+        torch.library.opcheck(ops.bits.default, ([3, 5], STATE, torch.uint64))
 
 
 class TestUniform:

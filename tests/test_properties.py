@@ -1,5 +1,6 @@
-"""Property tests: every op, on random shapes, memory layouts, dtypes, seeds and offsets, equals the NumPy
-reference of the stream (tests/reference.py) bit for bit, and writes nothing but its own fresh output.
+"""Property tests: every op, on random shapes, memory layouts, dtypes, seeds and offsets (in Philox blocks),
+int64 and uint64 states, unbatched and batched, equals the NumPy reference of the stream (tests/reference.py)
+bit for bit, and writes nothing but its own fresh output.
 
 Hypothesis runs derandomized (the examples are a function of the test's source), so CI is reproducible.
 """
@@ -16,11 +17,12 @@ import torch_rngx
 from torch_rngx import functional as F
 
 U64 = 1 << 64
-CARRY = 4 << 32  # word index where the counter's low 32 bits carry into the high ones
+CARRY = 1 << 32  # block index where the counter's low 32 bits carry into the high ones
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 NAME = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64"}
-INT_VIEW = {2: torch.int16, 4: torch.int32, 8: torch.int64}
-UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64]
+INT_VIEW = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 PROFILE = settings(
     max_examples=60,
@@ -42,22 +44,24 @@ seeds = st.one_of(
     st.sampled_from([0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, U64 - 1]),
 )
 offsets = st.one_of(
-    st.integers(0, 64),  # small, unaligned
+    st.integers(0, 64),  # small
     st.integers(0, U64 - 1),
     st.integers(CARRY - 700, CARRY + 8),  # the counter's 32-bit carry falls inside the call
-    st.integers(U64 - 700, U64 - 1),  # word indices wrap modulo 2^64 inside the call
+    st.integers(U64 - 700, U64 - 1),  # block indices wrap modulo 2^64 inside the call
 )
 
 
 @st.composite
 def states(draw):
-    """(seed, offset, state tensor); sometimes the state is a contiguous view with a storage offset."""
+    """(seed, offset, state tensor, holder); the state is int64 or uint64 (the same bits), and sometimes a
+    contiguous view with a storage offset into holder."""
     seed, offset = draw(seeds), draw(offsets)
     values = [signed(seed), signed(offset)]
+    as_dtype = (lambda t: t.view(torch.uint64)) if draw(st.booleans()) else (lambda t: t)  # noqa: E731
     if draw(st.booleans()):
-        holder = torch.tensor([-7] + values + [-9], dtype=torch.int64)
+        holder = as_dtype(torch.tensor([-7] + values + [-9], dtype=torch.int64))
         return seed, offset, holder[1:3], holder
-    state = torch.tensor(values, dtype=torch.int64)
+    state = as_dtype(torch.tensor(values, dtype=torch.int64))
     return seed, offset, state, state
 
 
@@ -180,16 +184,17 @@ def assert_fresh(out, *inputs):
 
 
 @PROFILE
-@given(size=shapes(max_numel=5000), st_=states())
-def test_bits_equal_reference(size, st_):
+@given(size=shapes(max_numel=5000), st_=states(), dtype=st.sampled_from(INT_DTYPES + [None]))
+def test_bits_equal_reference(size, st_, dtype):
     seed, offset, state, holder = st_
     snap = snapshot(holder)
-    out = F.bits(size, state)
-    assert out.dtype == torch.int64 and list(out.shape) == size and out.is_contiguous()
+    out = F.bits(size, state) if dtype is None else F.bits(size, state, dtype=dtype)
+    dtype = torch.int32 if dtype is None else dtype
+    assert out.dtype == dtype and list(out.shape) == size and out.is_contiguous()
     assert_fresh(out, holder)
     assert_untouched(snap)
-    want = ref.words(seed, offset, math.prod(size)).astype(np.int64)
-    np.testing.assert_array_equal(out.reshape(-1).numpy(), want)
+    want = ref.bits_ref(size, (seed, offset), str(dtype).split(".")[1])
+    np.testing.assert_array_equal(logical_bits(out), want.reshape(-1).view(UINT[out.element_size()]))
 
 
 @PROFILE
@@ -205,13 +210,20 @@ def test_uniform_equals_reference(xb, st_, out_dtype, low, width):
     seed, offset, state, holder = st_
     high = low + width
     snap = snapshot(buffer, holder)
-    out = F.uniform(like, state, low, high, dtype=out_dtype)
     dtype = like.dtype if out_dtype is None else out_dtype
+    if dtype != torch.float64:
+        lo, hi = ref.dtype_value(low, NAME[dtype]), ref.dtype_value(high, NAME[dtype])
+        if not np.isfinite([lo, hi, ref.dtype_value(np.float32(hi - lo), NAME[dtype])]).all():
+            with pytest.raises(ValueError, match="must be finite in"):
+                F.uniform(like, state, low, high, dtype=out_dtype)
+            assert_untouched(snap)
+            return
+    out = F.uniform(like, state, low, high, dtype=out_dtype)
     assert out.dtype == dtype and out.shape == like.shape
     assert out.stride() == torch.empty_like(like, dtype=dtype).stride()
     assert_fresh(out, buffer, holder)
     assert_untouched(snap)
-    want = ref.uniform_ref(seed, offset, like.numel(), NAME[dtype], low, high)
+    want = ref.uniform_ref(like.shape, (seed, offset), NAME[dtype], low, high)
     assert_same_bits(logical_bits(out), want, dtype, f"uniform {NAME[dtype]} [{low}, {high})")
 
 
@@ -233,7 +245,7 @@ def test_quantize_noise_equals_reference(xb, st_, half, grad):
     assert out.stride() == torch.empty_like(x).stride()
     assert_fresh(out, buffer, holder)
     assert_untouched(snap)
-    want = ref.quantize_noise_ref(logical_values(x), seed, offset, NAME[x.dtype], half)
+    want = ref.quantize_noise_ref(logical_values(x), (seed, offset), NAME[x.dtype], half)
     assert_same_bits(logical_bits(out), want, x.dtype, f"quantize_noise half={half}")
     if grad:  # d/dx = 1: the incoming gradient passes through bit for bit
         g = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed % 1000)).to(x.dtype)
@@ -253,7 +265,7 @@ def test_dropout_equals_reference(xb, st_, p):
     assert out.stride() == torch.empty_like(x).stride()
     assert_fresh(out, buffer, holder)
     assert_untouched(snap)
-    want = ref.dropout_ref(logical_values(x), seed, offset, NAME[x.dtype], p)
+    want = ref.dropout_ref(logical_values(x), (seed, offset), NAME[x.dtype], p)
     assert_same_bits(logical_bits(out), want, x.dtype, f"dropout p={p!r}")
 
 
@@ -266,9 +278,10 @@ def test_dropout_keeps_an_element_whose_u_equals_p(xb, st_, data):
     seed, offset, state, _ = st_
     name = NAME[x.dtype]
     j = data.draw(st.integers(0, x.numel() - 1))
-    p = float(ref.op_u(seed, offset, x.numel(), name)[j])
+    p = float(ref.op_u(ref.element_words(x.shape, (seed, offset), 2 if name == "float64" else 1), name)[j])
     out = F.dropout(x, state, p)
-    assert_same_bits(logical_bits(out), ref.dropout_ref(logical_values(x), seed, offset, name, p), x.dtype, f"p={p!r}")
+    want = ref.dropout_ref(logical_values(x), (seed, offset), name, p)
+    assert_same_bits(logical_bits(out), want, x.dtype, f"p={p!r}")
     assert logical_values(out)[j] != 0 or logical_values(x)[j] == 0, "the element whose u equals p was dropped"
 
 
@@ -285,10 +298,10 @@ def test_dropout_backward_equals_reference(data, st_, p):
     out.backward(g)
     assert_untouched(snap)
     assert x.grad.shape == x.shape and x.grad.dtype == x.dtype
-    want = ref.dropout_ref(logical_values(g), seed, offset, NAME[x.dtype], p)
+    want = ref.dropout_ref(logical_values(g), (seed, offset), NAME[x.dtype], p)
     assert_same_bits(logical_bits(x.grad), want, x.dtype, f"dropout backward p={p!r}")
     # The forward's mask and the backward's are the same mask.
-    kept = ref.dropout_mask_ref(seed, offset, x.numel(), NAME[x.dtype], p)
+    kept = ref.dropout_mask_ref(x.shape, (seed, offset), NAME[x.dtype], p)
     if x.numel() and p < 1:
         grad_nonzero = logical_values(x.grad) != 0
         assert not (grad_nonzero & ~kept).any(), "backward let a gradient through where forward dropped"
@@ -336,7 +349,7 @@ def test_generator_sequence_equals_functional_at_consecutive_offsets(seed, start
         else:
             got, want = torch_rngx.dropout(x, 0.25, generator=g), F.dropout(x, s, 0.25)
         assert torch.equal(logical_bits_t(got), logical_bits_t(want)), kind
-        offset = (offset + ref.words_used(x.numel(), NAME[dtype])) % U64
+        offset = (offset + ref.blocks_used(x.numel(), NAME[dtype])) % U64
         assert int(g.state[1]) % U64 == offset
         assert int(g.state[0]) % U64 == seed
 
@@ -357,10 +370,56 @@ def test_multi_task_tensors_equal_reference(xb, st_, p):
     snap = snapshot(buffer, holder)
     name = NAME[x.dtype]
     out = F.uniform(x, state, -1.0, 1.0)
-    assert_same_bits(logical_bits(out), ref.uniform_ref(seed, offset, x.numel(), name, -1.0, 1.0), x.dtype, "uniform")
+    assert_same_bits(logical_bits(out), ref.uniform_ref(x.shape, (seed, offset), name, -1.0, 1.0), x.dtype, "uniform")
     out = F.dropout(x, state, p)
-    assert_same_bits(logical_bits(out), ref.dropout_ref(logical_values(x), seed, offset, name, p), x.dtype, "dropout")
+    assert_same_bits(logical_bits(out), ref.dropout_ref(logical_values(x), (seed, offset), name, p), x.dtype, "dropout")
     out = F.quantize_noise(x, state, 0.5)
-    want = ref.quantize_noise_ref(logical_values(x), seed, offset, name, 0.5)
+    want = ref.quantize_noise_ref(logical_values(x), (seed, offset), name, 0.5)
     assert_same_bits(logical_bits(out), want, x.dtype, "quantize_noise")
+    assert_untouched(snap)
+
+
+# ---- batched states: each element takes its key and local index by the broadcast/event rule --------------
+
+
+@st.composite
+def batched_states(draw, shape):
+    """A (*B, 2) state for an output of `shape` (each B_d is 1 or shape[d]), int64 or uint64, with random keys
+    whose offsets sometimes sit just below the wrap at 2^64."""
+    # A zero-size batch dim (B_d == shape[d] == 0) is tested in a child process in test_keys.py, where a crash
+    # fails one test instead of ending the run.
+    B = [draw(st.sampled_from([1, n])) if n else 1 for n in shape]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    keys = rng.integers(0, 2**64 - 1, size=B + [2], dtype=np.uint64, endpoint=True)
+    if draw(st.booleans()):
+        keys[..., 1] = np.uint64(U64 - 3) + rng.integers(0, 3, size=B, dtype=np.uint64)
+    state = torch.from_numpy(keys.view(np.int64).copy())
+    return keys, (state.view(torch.uint64) if draw(st.booleans()) else state)
+
+
+@PROFILE
+@given(data=st.data(), op=st.sampled_from(["bits", "uniform", "quantize_noise", "dropout"]))
+def test_batched_states_equal_reference(data, op):
+    x, buffer = data.draw(tensors(specials=False))
+    keys, state = data.draw(batched_states(list(x.shape)))
+    name = NAME[x.dtype]
+    snap = snapshot(buffer, state)
+    if op == "bits":
+        dtype = data.draw(st.sampled_from(INT_DTYPES))
+        out = F.bits(list(x.shape), state, dtype=dtype)
+        want = ref.bits_ref(tuple(x.shape), keys, str(dtype).split(".")[1]).reshape(-1).view(UINT[out.element_size()])
+        np.testing.assert_array_equal(logical_bits(out), want)
+    elif op == "uniform":
+        out = F.uniform(x, state, -1.0, 2.0)
+        assert_same_bits(logical_bits(out), ref.uniform_ref(x.shape, keys, name, -1.0, 2.0), x.dtype, "uniform")
+    elif op == "quantize_noise":
+        out = F.quantize_noise(x, state, 0.5)
+        want = ref.quantize_noise_ref(logical_values(x).reshape(x.shape), keys, name, 0.5)
+        assert_same_bits(logical_bits(out), want, x.dtype, "quantize_noise")
+    else:
+        out = F.dropout(x, state, 0.4)
+        want = ref.dropout_ref(logical_values(x).reshape(x.shape), keys, name, 0.4)
+        assert_same_bits(logical_bits(out), want, x.dtype, "dropout")
+    if op != "bits":
+        assert out.stride() == torch.empty_like(x).stride()
     assert_untouched(snap)

@@ -1,7 +1,8 @@
 """Every Philox path (scalar, AVX2, AVX-512: those this CPU runs) under 1, 2 and 3 intra-op threads gives the
-bits of the scalar path on one thread, for every op (and dropout's backward), dtype and layout, including the
-tiled walk of long strided rows (channels_last) and unaligned and wrapping offsets. tests/c/test_simd.c checks
-the same word for word in C; this checks the whole stack the user calls."""
+bits of the scalar path on one thread, for every op (and dropout's backward, and bits in 32- and 64-bit dtypes),
+dtype and layout, including the tiled walk of long strided rows (channels_last), offsets (in blocks) across the
+counter's 32-bit carry and the wrap at 2^64, and batched per-row states (events that start mid-vector).
+tests/c/test_simd.c checks the same word for word in C; this checks the whole stack the user calls."""
 import os
 import subprocess
 import sys
@@ -16,7 +17,14 @@ from torch_rngx import _C
 from torch_rngx import functional as F
 
 PATHS = _C.simd_paths()
-STATES = [make_state(0x0123456789ABCDEF, 0), make_state(7, 3), make_state(2**64 - 1, 2**64 - 6)]
+STATES = [make_state(0x0123456789ABCDEF, 0), make_state(7, 2**32 - 5), make_state(2**64 - 1, 2**64 - 6, torch.uint64),
+          "batched"]
+
+
+def per_row_state(x):
+    """A (rows, 1, ..., 1, 2) state: one key per index of dim 0 (arbitrary 64-bit seeds and offsets)."""
+    keys = torch.arange(2 * x.shape[0], dtype=torch.int64).view(x.shape[0], 2) * 0x9E3779B97F4A7C15 - 3
+    return keys.view([x.shape[0]] + [1] * (x.dim() - 1) + [2])
 
 
 @pytest.fixture
@@ -47,11 +55,13 @@ def inputs():
 
 def outputs(x, state):
     """Every op's result on x, and dropout's gradient (the mask recomputed in backward)."""
+    if isinstance(state, str):
+        state = per_row_state(x)
     xg = x.detach().clone().requires_grad_(True)
     y = F.dropout(xg, state, 0.3)
     y.backward(torch.arange(y.numel(), dtype=y.dtype).view(y.shape))
     return [F.uniform(x, state, -1.5, 2.0), F.quantize_noise(x, state, 0.5), y.detach(), xg.grad,
-            F.bits([x.numel()], state)]
+            F.bits(x.shape, state), F.bits(x.shape, state, dtype=torch.int64)]
 
 
 def run_all(path, threads):
@@ -90,8 +100,8 @@ def test_path_and_thread_count_do_not_change_a_bit(path, threads, scalar_one_thr
 @pytest.mark.parametrize("path", PATHS)
 def test_words_match_the_independent_reference(path, restore_path):
     _C.set_simd(path)
-    for seed, first, count in [(3, 0, 4099), (2**64 - 1, 5, 1000), (11, 2**64 - 9, 300), (1, 4 * 2**32 - 6, 64)]:
-        got = F.bits([count], make_state(seed, first)).numpy().astype(np.uint64)
+    for seed, first, count in [(3, 0, 4099), (2**64 - 1, 5, 1000), (11, 2**64 - 9, 300), (1, 2**32 - 6, 64)]:
+        got = F.bits([count], make_state(seed, first), dtype=torch.uint32).numpy().astype(np.uint64)
         np.testing.assert_array_equal(got, reference.words(seed, first, count))
 
 

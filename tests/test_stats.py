@@ -76,7 +76,7 @@ def assert_ok(result):
 
 @pytest.mark.parametrize("seed", [0, 1, 0x5EED])
 def test_bits_every_bit_is_a_fair_coin(seed):
-    w = F.bits([N], state(seed)).numpy().astype(np.uint64)
+    w = F.bits([N], state(seed), dtype=torch.uint32).numpy().astype(np.uint64)
     for b in range(32):
         assert_ok(binomial_ok(int(((w >> np.uint64(b)) & np.uint64(1)).sum()), N, 0.5))
     assert_ok(chi2_uniform_ok(w & np.uint64(0xFF), 256))  # low byte

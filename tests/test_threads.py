@@ -1,5 +1,5 @@
 """Threads: Python threads running ops at once give what serial calls give; the intra-op thread count does
-not change a bit; a Generator shared by threads hands every eager call its own words (docs/guarantees.md)."""
+not change a bit; a Generator shared by threads hands every eager call its own blocks (docs/guarantees.md)."""
 import sys
 import threading
 
@@ -68,6 +68,8 @@ def program(i):
             state = torch.tensor([i, rep * 7 + 1], dtype=torch.int64)
             out.append(F.uniform(x, state, -2.0, 5.0))
             out.append(F.bits([x.numel()], state))
+            per_row = torch.stack([state + k for k in range(x.shape[0])])  # a key per index of dim 0
+            out.append(F.uniform(x, per_row.view([-1] + [1] * (x.dim() - 1) + [2])))
     out.append(g.get_state())
     return out
 
@@ -91,32 +93,35 @@ def test_threads_with_their_own_generators_equal_serial(busy_switching):
 def test_intra_op_thread_count_does_not_change_values(threads):
     x = torch.randn(70, 5, 401).transpose(0, 1)[:, ::2]  # 70,350 elements, strided: three tasks
     state = torch.tensor([12345, 3], dtype=torch.int64)
+    batched = torch.stack([state * (k + 1) for k in range(35)]).view(1, 35, 1, 2)  # dim 0 broadcast: values repeat
+    ops = lambda: [F.uniform(x, state), F.quantize_noise(x, state), F.dropout(x, state, 0.4),  # noqa: E731
+                   F.bits([x.numel()], state), F.uniform(x, batched), F.dropout(x, batched, 0.4)]
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        want = [F.uniform(x, state), F.quantize_noise(x, state), F.dropout(x, state, 0.4), F.bits([x.numel()], state)]
+        want = ops()
         torch.set_num_threads(threads)
-        got = [F.uniform(x, state), F.quantize_noise(x, state), F.dropout(x, state, 0.4), F.bits([x.numel()], state)]
+        got = ops()
     finally:
         torch.set_num_threads(old)
     assert_bitwise_equal(got, want)
 
 
 @pytest.mark.parametrize("threads", [2, 4])
-def test_shared_generator_gives_every_eager_call_its_own_words(busy_switching, threads):
+def test_shared_generator_gives_every_eager_call_its_own_blocks(busy_switching, threads):
     """A Generator shared by threads: each eager call takes a distinct, whole range of the stream, and the
     offset ends at the total consumed. Which thread gets which range depends on scheduling."""
     calls = 150
     g = torch_rngx.Generator(77)
-    x = torch.empty(1000)  # each call consumes exactly 1000 words
+    x = torch.empty(1000)  # each call consumes exactly 250 blocks
 
     def worker():
         return [torch_rngx.rand_like(x, generator=g) for _ in range(calls)]
 
     outs = [o for chunk in run_concurrently([worker] * threads) for o in chunk]
     total = threads * calls
-    assert int(g.state[1]) == total * 1000 and int(g.state[0]) == 77
+    assert int(g.state[1]) == total * 250 and int(g.state[0]) == 77
     got = sorted(o.numpy().tobytes() for o in outs)
-    want = sorted(F.uniform(x, torch.tensor([77, k * 1000], dtype=torch.int64)).numpy().tobytes() for k in range(total))
-    assert len(set(got)) == total, "two calls drew the same words"
-    assert got == want, "calls drew words outside the ranges the offsets handed out"
+    want = sorted(F.uniform(x, torch.tensor([77, k * 250], dtype=torch.int64)).numpy().tobytes() for k in range(total))
+    assert len(set(got)) == total, "two calls drew the same blocks"
+    assert got == want, "calls drew blocks outside the ranges the offsets handed out"

@@ -298,6 +298,16 @@ def test_load_state_dict_rejects_a_bad_state_buffer():
         Net().load_state_dict({**sd, "drop.rng_state": torch.zeros(2, dtype=torch.int32)})
 
 
+def test_fold_in_gives_each_rank_its_own_streams():
+    nets = [Net() for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())  # what DDP does: rank 0's buffers everywhere
+    assert torch_rngx.nn.fold_in_(nets[1], 1) == ["drop.rng_state", "rng.state"]
+    assert torch.equal(nets[1].rng.state, F.fold_in(nets[0].rng.state, 1))
+    assert torch.equal(nets[1].drop.rng_state, F.fold_in(nets[0].drop.rng_state, 1))
+    x = torch.randn(4, 8)
+    assert not torch.equal(nets[0](x), nets[1](x))
+
+
 def test_generator_argument_is_checked():
     with pytest.raises(TypeError, match="generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None"):
         torch_rngx.dropout(torch.ones(3), generator=torch.Generator())

@@ -1,6 +1,7 @@
 """Argument checks shared by the public functions and the fake kernels: each error names its argument."""
 import math
 import numbers
+import struct
 
 import torch
 
@@ -122,16 +123,37 @@ def half_width(half, name="half", dtype=None):
     return half
 
 
+def round_to(v, dtype):
+    """v rounded to dtype as torch converts a double (through float32 for the 16-bit types); inf past the
+    range. ops.c's rngx_round_to, in Python."""
+    if dtype in (None, torch.float64):
+        return v
+    try:
+        f = struct.unpack("<f", struct.pack("<f", v))[0]
+        if dtype == torch.float16:
+            f = struct.unpack("<e", struct.pack("<e", f))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+    if dtype == torch.bfloat16:  # round to nearest even on the float32 bits, as convert.h
+        b = struct.unpack("<I", struct.pack("<f", f))[0]
+        b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+        f = struct.unpack("<f", struct.pack("<I", b))[0]
+    return f
+
+
 def interval(low, high, dtype=None):
-    """low <= high, all finite; for <= 32-bit dtypes also finite in float32, the type the math runs in."""
+    """low <= high, all finite; for <= 32-bit dtypes low and high rounded to the dtype, and their difference in
+    float32 rounded to it, finite too: the numbers the kernels compute with (docs/stream.md, "uniform")."""
     low, high = real(low, "low"), real(high, "high")
     if low > high:
         raise ValueError(f"low must be <= high, got low={low}, high={high}")
     if not _isfinite(high - low):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
-    if not all(_finite_in(v, dtype) for v in (low, high, high - low)):
-        raise ValueError(f"low, high and high - low must be finite in float32 (the compute type of {dtype}), "
-                         f"got low={low}, high={high}")
+    if dtype not in (None, torch.float64):
+        lo, hi = round_to(low, dtype), round_to(high, dtype)
+        if not all(_isfinite(v) for v in (lo, hi, round_to(round_to(hi - lo, torch.float32), dtype))):
+            raise ValueError(f"low, high and high - low must be finite in {dtype}, the output dtype, "
+                             f"got low={low}, high={high}")
     return low, high
 
 

@@ -18,6 +18,7 @@ import torch
 import torch.utils.checkpoint
 
 _FRAME = getattr(torch.utils.checkpoint, "_CheckpointFrame", None)
+_top_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
 _journals = weakref.WeakKeyDictionary()  # frame -> [(id of the Generator's state or None, key)]
 _cursors = weakref.WeakKeyDictionary()  # frame -> {graph task: index of the next key to replay}
 
@@ -32,7 +33,7 @@ _CANNOT_REPLAY = (
 def _region():
     """(frame, graph task) of the checkpoint whose saved-tensor hooks are on top; graph task is None in the
     forward and the recomputation's id while recomputing. (None, None) outside any checkpoint."""
-    hooks = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    hooks = _top_hooks(False) if _top_hooks is not None else None
     if hooks is None or _FRAME is None:
         return None, None
     pack = hooks[0]

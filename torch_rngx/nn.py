@@ -2,10 +2,11 @@
 import torch
 
 from . import _checks
+from .functional import fold_in
 from .generator import RNG, check_state_buffer, owner_of
 from .random import dropout_from
 
-__all__ = ["RNG", "Dropout"]
+__all__ = ["RNG", "Dropout", "fold_in_"]
 
 
 class Dropout(torch.nn.Module):
@@ -36,3 +37,22 @@ class Dropout(torch.nn.Module):
 
     def extra_repr(self):
         return f"p={self.p}"
+
+
+@torch.no_grad()
+def fold_in_(module, data):
+    """Replaces every stream position a module holds (nn.RNG states, Dropout(seed=) states) by its
+    functional.fold_in with `data`, in place; returns their state_dict names. After DDP has copied rank 0's
+    buffers to every rank, fold_in_(model, rank) gives each data-parallel rank its own masks
+    (docs/training.md, "Data parallel")."""
+    names = [name for name, buf in module.named_buffers() if _is_stream(module, name)]
+    for name in names:
+        buf = module.get_buffer(name)
+        buf.copy_(fold_in(buf, data))
+    return names
+
+
+def _is_stream(module, name):
+    owner_name, _, attr = name.rpartition(".")
+    owner = module.get_submodule(owner_name)
+    return (isinstance(owner, RNG) and attr == "state") or (isinstance(owner, Dropout) and attr == "rng_state")

@@ -66,10 +66,7 @@ typedef void (*rngx_run_fn)(const rngx_op *op, const rngx_run *r);
 struct rngx_op {
   rngx_run_fn run;
   int reads_input;
-  float lo, width, scale; /* <= 32-bit types: lo + u * width (uniform, noise); x * scale (dropout) */
-  double lo64, width64, scale64;
-  uint32_t keep; /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
-  uint64_t keep64;
+  rngx_params p;
 };
 
 /* dt is a constant wherever these are inlined, so each loop holds one type's conversions. */
@@ -112,15 +109,15 @@ static inline void uniform_f32_loop(float lo, float width, const uint32_t *w, in
 }
 
 RNGX_CLONES static void uniform_f32(const rngx_op *op, const rngx_run *r) {
-  if (r->so == 1) uniform_f32_loop(op->lo, op->width, r->w, r->n, r->out, 1);
-  else uniform_f32_loop(op->lo, op->width, r->w, r->n, r->out, r->so);
+  if (r->so == 1) uniform_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, 1);
+  else uniform_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, r->so);
 }
 
 static void uniform_f64(const rngx_op *op, const rngx_run *r) {
   const uint32_t *w = r->w;
   double *o = r->out;
   for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
-    o[j * so] = op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64;
+    o[j * so] = op->p.lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->p.width64;
 }
 
 /* 11 significand bits for float16, 8 for bfloat16, so that u < 1 in the type itself. */
@@ -131,8 +128,8 @@ static inline void uniform_16_loop(rngx_dtype dt, float lo, float width, const u
 }
 
 static inline void uniform_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
-  if (r->so == 1) uniform_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, 1);
-  else uniform_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, r->so);
+  if (r->so == 1) uniform_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, 1);
+  else uniform_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, r->so);
 }
 
 RNGX_CLONES static void uniform_f16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_FLOAT16, op, r); }
@@ -145,8 +142,8 @@ static inline void noise_f32_loop(float lo, float width, const uint32_t *w, int6
 }
 
 RNGX_CLONES static void noise_f32(const rngx_op *op, const rngx_run *r) {
-  if (r->so == 1 && r->si == 1) noise_f32_loop(op->lo, op->width, r->w, r->n, r->out, 1, r->in, 1);
-  else noise_f32_loop(op->lo, op->width, r->w, r->n, r->out, r->so, r->in, r->si);
+  if (r->so == 1 && r->si == 1) noise_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, 1, r->in, 1);
+  else noise_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
 static void noise_f64(const rngx_op *op, const rngx_run *r) {
@@ -154,7 +151,7 @@ static void noise_f64(const rngx_op *op, const rngx_run *r) {
   const double *x = r->in;
   double *o = r->out;
   for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
-    o[j * so] = x[j * si] + (op->lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->width64);
+    o[j * so] = x[j * si] + (op->p.lo64 + rngx_u53(w[2 * j], w[2 * j + 1]) * op->p.width64);
 }
 
 /* float16 and bfloat16: the same float32 math, then one rounding to the type. */
@@ -164,8 +161,8 @@ static inline void noise_16_loop(rngx_dtype dt, float lo, float width, const uin
 }
 
 static inline void noise_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
-  if (r->so == 1 && r->si == 1) noise_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, 1, r->in, 1);
-  else noise_16_loop(dt, op->lo, op->width, r->w, r->n, r->out, r->so, r->in, r->si);
+  if (r->so == 1 && r->si == 1) noise_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, 1, r->in, 1);
+  else noise_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
 RNGX_CLONES static void noise_f16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_FLOAT16, op, r); }
@@ -189,8 +186,8 @@ static inline void dropout_f32_loop(uint32_t keep, float scale, const uint32_t *
 }
 
 RNGX_CLONES static void dropout_f32(const rngx_op *op, const rngx_run *r) {
-  if (r->so == 1 && r->si == 1) dropout_f32_loop(op->keep, op->scale, r->w, r->n, r->out, 1, r->in, 1);
-  else dropout_f32_loop(op->keep, op->scale, r->w, r->n, r->out, r->so, r->in, r->si);
+  if (r->so == 1 && r->si == 1) dropout_f32_loop(op->p.keep, op->p.scale, r->w, r->n, r->out, 1, r->in, 1);
+  else dropout_f32_loop(op->p.keep, op->p.scale, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
 static void dropout_f64(const rngx_op *op, const rngx_run *r) {
@@ -198,7 +195,7 @@ static void dropout_f64(const rngx_op *op, const rngx_run *r) {
   const double *x = r->in;
   double *o = r->out;
   for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
-    o[j * so] = kept_f64(rngx_m53(w[2 * j], w[2 * j + 1]) >= op->keep64, x[j * si] * op->scale64);
+    o[j * so] = kept_f64(rngx_m53(w[2 * j], w[2 * j + 1]) >= op->p.keep64, x[j * si] * op->p.scale64);
 }
 
 /* Masking after the rounding (+0 is all zero bits in both types) leaves the rounding's branches on data alone. */
@@ -209,8 +206,8 @@ static inline void dropout_16_loop(rngx_dtype dt, uint32_t keep, float scale, co
 }
 
 static inline void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
-  if (r->so == 1 && r->si == 1) dropout_16_loop(dt, op->keep, op->scale, r->w, r->n, r->out, 1, r->in, 1);
-  else dropout_16_loop(dt, op->keep, op->scale, r->w, r->n, r->out, r->so, r->in, r->si);
+  if (r->so == 1 && r->si == 1) dropout_16_loop(dt, op->p.keep, op->p.scale, r->w, r->n, r->out, 1, r->in, 1);
+  else dropout_16_loop(dt, op->p.keep, op->p.scale, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
 RNGX_CLONES static void dropout_f16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_FLOAT16, op, r); }
@@ -398,30 +395,53 @@ static rngx_run_fn by_dtype(rngx_dtype dt, rngx_run_fn f16, rngx_run_fn bf16, rn
   return dt == RNGX_FLOAT16 ? f16 : dt == RNGX_BFLOAT16 ? bf16 : dt == RNGX_FLOAT32 ? f32 : f64;
 }
 
+float rngx_round_to(rngx_dtype dtype, double v) {
+  const float f = (float)v; /* out of float32's range: +-inf */
+  if (dtype == RNGX_FLOAT16) return rngx_f16_to_f32(rngx_f32_to_f16(f));
+  if (dtype == RNGX_BFLOAT16) return rngx_bf16_to_f32(rngx_f32_to_bf16(f));
+  return f;
+}
+
+/* As torch.func._random: the bounds rounded to the output dtype, their difference in float32 rounded again. */
+rngx_params rngx_uniform_params(rngx_dtype dtype, double low, double high) {
+  const float lo = rngx_round_to(dtype, low), hi = rngx_round_to(dtype, high);
+  const rngx_params p = {.lo = lo, .width = rngx_round_to(dtype, hi - lo), .lo64 = low, .width64 = high - low};
+  return p;
+}
+
+rngx_params rngx_noise_params(double half) {
+  const rngx_params p = {.lo = (float)-half, .width = (float)(2 * half), .lo64 = -half, .width64 = 2 * half};
+  return p;
+}
+
+/* keep iff u >= p, i.e. iff the integer m behind u = m * 2^-bits is >= ceil(p * 2^bits) (exact). */
+rngx_params rngx_dropout_params(double p) {
+  const double scale = 1.0 / (1.0 - p);
+  const rngx_params params = {.scale = (float)scale, .scale64 = scale, .keep = (uint32_t)ceil(p * 0x1p24),
+                              .keep64 = (uint64_t)ceil(p * 0x1p53)};
+  return params;
+}
+
 void rngx_bits(const rngx_job *job, int64_t begin, int64_t end) {
   const rngx_dtype dt = job->dtype;
   const rngx_op op = {.run = dt == RNGX_BITS8 ? bits8 : dt == RNGX_BITS16 ? bits16 : dt == RNGX_BITS32 ? bits32 : bits64};
   run(job, &op, begin, end);
 }
 
-void rngx_uniform(const rngx_job *job, double low, double high, int64_t begin, int64_t end) {
-  const rngx_op op = {.run = by_dtype(job->dtype, uniform_f16, uniform_bf16, uniform_f32, uniform_f64),
-                      .lo = (float)low, .width = (float)(high - low), .lo64 = low, .width64 = high - low};
+void rngx_uniform(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
+  const rngx_op op = {.run = by_dtype(job->dtype, uniform_f16, uniform_bf16, uniform_f32, uniform_f64), .p = *p};
   run(job, &op, begin, end);
 }
 
-void rngx_quantize_noise(const rngx_job *job, double half, int64_t begin, int64_t end) {
+void rngx_quantize_noise(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
   const rngx_op op = {.run = by_dtype(job->dtype, noise_f16, noise_bf16, noise_f32, noise_f64), .reads_input = 1,
-                      .lo = (float)-half, .width = (float)(2 * half), .lo64 = -half, .width64 = 2 * half};
+                      .p = *p};
   run(job, &op, begin, end);
 }
 
-/* keep iff u >= p, i.e. iff the integer m behind u = m * 2^-bits is >= ceil(p * 2^bits) (exact). */
-void rngx_dropout(const rngx_job *job, double p, int64_t begin, int64_t end) {
-  const double scale = 1.0 / (1.0 - p);
+void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
   const rngx_op op = {.run = by_dtype(job->dtype, dropout_f16, dropout_bf16, dropout_f32, dropout_f64),
-                      .reads_input = 1, .scale = (float)scale, .scale64 = scale,
-                      .keep = (uint32_t)ceil(p * 0x1p24), .keep64 = (uint64_t)ceil(p * 0x1p53)};
+                      .reads_input = 1, .p = *p};
   run(job, &op, begin, end);
 }
 

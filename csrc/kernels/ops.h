@@ -46,11 +46,26 @@ int rngx_words_per_element(rngx_dtype dtype);
 /* The key of key run q (logical elements [q * event, (q + 1) * event)). */
 void rngx_key_of_run(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset);
 
+/* The numbers an op's loop reads, derived once from its arguments (docs/stream.md) by the functions below, for
+ * the C and the CUDA kernels alike: both then compute the same bits. */
+typedef struct {
+  float lo, width, scale; /* <= 32-bit types: lo + u * width (uniform, noise); x * scale (dropout) */
+  double lo64, width64, scale64;
+  uint32_t keep; /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
+  uint64_t keep64;
+} rngx_params;
+
+/* v rounded to a float dtype (through float32 for the 16-bit ones, as torch converts a double), as float32. */
+float rngx_round_to(rngx_dtype dtype, double v);
+rngx_params rngx_uniform_params(rngx_dtype dtype, double low, double high);
+rngx_params rngx_noise_params(double half);
+rngx_params rngx_dropout_params(double p);
+
 void rngx_bits(const rngx_job *job, int64_t begin, int64_t end); /* out: 8/16/32/64-bit integers */
-void rngx_uniform(const rngx_job *job, double low, double high, int64_t begin, int64_t end);
-void rngx_quantize_noise(const rngx_job *job, double half, int64_t begin, int64_t end);
+void rngx_uniform(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+void rngx_quantize_noise(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
 /* Also the backward: dropout's gradient is dropout of the incoming gradient with the same state. */
-void rngx_dropout(const rngx_job *job, double p, int64_t begin, int64_t end);
+void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
 
 /* Key derivation (docs/stream.md, "split and fold_in"): the child of key (s, o) for index d is
  * (r0 | r1 << 32, r2 | r3 << 32) with r = block(s, o + d). `keys` are n contiguous [seed, offset] pairs.

@@ -1,7 +1,6 @@
 // CUDA versions of the ops in ops.c: the same stream (philox.h), conversions (convert.h) and float math, so
 // every element equals the CPU's bit for bit. Multiplies and adds go through __fmul_rn/__fadd_rn (and the
 // double versions), which the compiler never fuses into an FMA; the CPU side builds with -ffp-contract=off.
-#include <math.h>
 
 #include "convert.h"
 #include "ops_cuda.h"
@@ -129,7 +128,7 @@ struct DropoutF64 {
 
 using namespace rngx;
 
-// The parameters below are computed on the host exactly as ops.c computes them.
+// The parameters come from ops.c's rngx_*_params, so the CUDA and C kernels read the same numbers.
 
 extern "C" int rngx_cuda_bits(const rngx_job *job, void *stream) {
   switch (job->dtype) {
@@ -141,36 +140,32 @@ extern "C" int rngx_cuda_bits(const rngx_job *job, void *stream) {
   }
 }
 
-extern "C" int rngx_cuda_uniform(const rngx_job *job, void *stream, double low, double high) {
-  const float lo = (float)low, width = (float)(high - low);
+extern "C" int rngx_cuda_uniform(const rngx_job *job, void *stream, const rngx_params *p) {
   switch (job->dtype) {
-    case RNGX_FLOAT64: return launch(UniformF64{low, high - low}, job, stream);
-    case RNGX_FLOAT32: return launch(Uniform<F32>{lo, width}, job, stream);
-    case RNGX_FLOAT16: return launch(Uniform<F16>{lo, width}, job, stream);
-    case RNGX_BFLOAT16: return launch(Uniform<BF16>{lo, width}, job, stream);
+    case RNGX_FLOAT64: return launch(UniformF64{p->lo64, p->width64}, job, stream);
+    case RNGX_FLOAT32: return launch(Uniform<F32>{p->lo, p->width}, job, stream);
+    case RNGX_FLOAT16: return launch(Uniform<F16>{p->lo, p->width}, job, stream);
+    case RNGX_BFLOAT16: return launch(Uniform<BF16>{p->lo, p->width}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }
 
-extern "C" int rngx_cuda_quantize_noise(const rngx_job *job, void *stream, double half) {
-  const float lo = (float)-half, width = (float)(2 * half);
+extern "C" int rngx_cuda_quantize_noise(const rngx_job *job, void *stream, const rngx_params *p) {
   switch (job->dtype) {
-    case RNGX_FLOAT64: return launch(NoiseF64{-half, 2 * half}, job, stream);
-    case RNGX_FLOAT32: return launch(Noise<F32>{lo, width}, job, stream);
-    case RNGX_FLOAT16: return launch(Noise<F16>{lo, width}, job, stream);
-    case RNGX_BFLOAT16: return launch(Noise<BF16>{lo, width}, job, stream);
+    case RNGX_FLOAT64: return launch(NoiseF64{p->lo64, p->width64}, job, stream);
+    case RNGX_FLOAT32: return launch(Noise<F32>{p->lo, p->width}, job, stream);
+    case RNGX_FLOAT16: return launch(Noise<F16>{p->lo, p->width}, job, stream);
+    case RNGX_BFLOAT16: return launch(Noise<BF16>{p->lo, p->width}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }
 
-extern "C" int rngx_cuda_dropout(const rngx_job *job, void *stream, double p) {
-  const double scale = 1.0 / (1.0 - p);
-  const uint32_t keep_from = (uint32_t)ceil(p * 0x1p24);
+extern "C" int rngx_cuda_dropout(const rngx_job *job, void *stream, const rngx_params *p) {
   switch (job->dtype) {
-    case RNGX_FLOAT64: return launch(DropoutF64{(uint64_t)ceil(p * 0x1p53), scale}, job, stream);
-    case RNGX_FLOAT32: return launch(Dropout<F32>{keep_from, (float)scale}, job, stream);
-    case RNGX_FLOAT16: return launch(Dropout<F16>{keep_from, (float)scale}, job, stream);
-    case RNGX_BFLOAT16: return launch(Dropout<BF16>{keep_from, (float)scale}, job, stream);
+    case RNGX_FLOAT64: return launch(DropoutF64{p->keep64, p->scale64}, job, stream);
+    case RNGX_FLOAT32: return launch(Dropout<F32>{p->keep, p->scale}, job, stream);
+    case RNGX_FLOAT16: return launch(Dropout<F16>{p->keep, p->scale}, job, stream);
+    case RNGX_BFLOAT16: return launch(Dropout<BF16>{p->keep, p->scale}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }

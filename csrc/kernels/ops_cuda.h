@@ -17,9 +17,9 @@ extern "C" {
  * the current values), or NULL to use job->keys.seed and offset, fixed at launch.
  * `stream`: the cudaStream_t to launch on. Each returns a cudaError_t as int: 0 on success. */
 int rngx_cuda_bits(const rngx_job *job, void *stream);
-int rngx_cuda_uniform(const rngx_job *job, void *stream, double low, double high);
-int rngx_cuda_quantize_noise(const rngx_job *job, void *stream, double half);
-int rngx_cuda_dropout(const rngx_job *job, void *stream, double p);
+int rngx_cuda_uniform(const rngx_job *job, void *stream, const rngx_params *p);
+int rngx_cuda_quantize_noise(const rngx_job *job, void *stream, const rngx_params *p);
+int rngx_cuda_dropout(const rngx_job *job, void *stream, const rngx_params *p);
 /* rngx_split and rngx_fold_in (ops.h) on device pointers. */
 int rngx_cuda_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out, void *stream);
 int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out,

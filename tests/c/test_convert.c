@@ -137,14 +137,29 @@ static void check_uniform_formulas(void) {
   CHECK(rngx_u24(0xFFFFFFFFu) == 1.0f - 0x1p-24f);
   CHECK(rngx_f32_to_f16(rngx_u11(0xFFFFFFFFu)) == 0x3BFFu);  /* 1 - 2^-11 */
   CHECK(rngx_f32_to_bf16(rngx_u8(0xFFFFFFFFu)) == 0x3F7Fu); /* 1 - 2^-8 */
-  /* u53: the low 53 bits of (w1 << 32 | w0). */
+  /* float64 (v2, torch's packing): m53 = ((w0 << 32) | w1) & (2^53 - 1), w0 the element's first word. */
+  CHECK(rngx_m53(0, 0) == 0);
+  CHECK(rngx_m53(0, 1) == 1);
+  CHECK(rngx_m53(1, 0) == 1ull << 32);
+  CHECK(rngx_m53(0x200000u, 0) == 0);                    /* bit 53 and above are dropped */
+  CHECK(rngx_m53(0x1FFFFFu, 0) == 0x1FFFFFull << 32);     /* ... bit 52 is kept */
+  CHECK(rngx_m53(0xFFFFFFFFu, 0xFFFFFFFFu) == (1ull << 53) - 1);
+  CHECK(rngx_m53(0x01234567u, 0x89ABCDEFu) == 0x0003456789ABCDEFull); /* w0 & 0x1FFFFF on top */
+  CHECK(rngx_m53(0x89ABCDEFu, 0x01234567u) == 0x000BCDEF01234567ull); /* not the v1 order */
   CHECK(rngx_u53(0, 0) == 0.0);
-  CHECK(rngx_u53(1, 0) == 0x1p-53);
-  CHECK(rngx_u53(0, 1) == 0x1p-21);
-  CHECK(rngx_u53(0, 0x200000u) == 0.0); /* bit 53 is dropped */
+  CHECK(rngx_u53(0, 1) == 0x1p-53);
+  CHECK(rngx_u53(1, 0) == 0x1p-21);
+  CHECK(rngx_u53(0x200000u, 0) == 0.0);
+  CHECK(rngx_u53(0x100000u, 0) == 0.5); /* the top kept bit of w0 is u's 2^-1 */
   CHECK(rngx_u53(0xFFFFFFFFu, 0xFFFFFFFFu) == 1.0 - 0x1p-53);
   CHECK(rngx_u53(0xFFFFFFFFu, 0xFFFFFFFFu) < 1.0);
-  CHECK(rngx_u53(0x89ABCDEFu, 0x01234567u) == (double)0x0003456789ABCDEFull * 0x1p-53); /* w1 & 0x1FFFFF */
+  CHECK(rngx_u53(0x01234567u, 0x89ABCDEFu) == (double)0x0003456789ABCDEFull * 0x1p-53);
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i)
+    for (size_t j = 0; j < sizeof words / sizeof words[0]; ++j) {
+      const uint64_t m = (((uint64_t)words[i] << 32) | words[j]) % (1ull << 53);
+      CHECK(rngx_m53(words[i], words[j]) == m);
+      CHECK(rngx_u53(words[i], words[j]) == (double)m / 9007199254740992.0);
+    }
 }
 
 /* convert_lanes.h against convert.h, as the ops run them: in loops the compiler vectorizes (O3 here; the tests'

@@ -2,8 +2,9 @@
  *
  * The output (and input) is a {rows, 64} tensor whose row stride is 0: all rows share one 64-element buffer.
  * Calling a kernel on [begin, end) inside the last row computes exactly those elements, each at its huge
- * logical index i, and stores it at column i % 64. Each must equal the stream word offset + k*i (mod 2^64),
- * computed here one word at a time from rngx_word (the Philox core, checked against Random123 elsewhere). */
+ * logical index i, and stores it at column i % 64. With one key, element i takes words k*i .. of the key, i.e.
+ * block offset + k*i / 4 (mod 2^64); with batched keys (the rows broadcast over a state, so there can be
+ * 2^57 of them) the run index i / event is huge instead. Each element is checked against reference.h. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -11,76 +12,90 @@
 #include "check.h"
 #include "kernels/ops.h"
 #include "kernels/philox.h"
+#include "reference.h"
 
 #define COLS 64
 
 static const uint64_t SEED = 0xC0FFEE0123456789ull;
 
-/* Word index of element i's j-th word: offset + k*i + j, modulo 2^64. */
-static uint32_t word_of(uint64_t offset, int k, int64_t i, int j) {
-  return rngx_word(SEED, offset + (uint64_t)k * (uint64_t)i + (uint64_t)j);
+/* Every op and dtype on the last row of `job` (its out/in data and strides are set here). */
+static void check_last_row(rngx_job job, int64_t numel, const char *what) {
+  static const rngx_dtype dts[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64,
+                                   RNGX_BITS8,   RNGX_BITS16,   RNGX_BITS32,   RNGX_BITS64};
+  const op_call calls[] = {{OP_UNIFORM, -2, 3.1}, {OP_NOISE, 0.5, 0}, {OP_DROPOUT, 0.5, 0}};
+  const int64_t begin = numel - COLS + 3, end = numel; /* the last row, unaligned */
+  uint64_t out[COLS], x[COLS];
+  for (size_t d = 0; d < sizeof dts / sizeof *dts; ++d) {
+    const rngx_dtype dt = dts[d];
+    const int bits = ref_is_bits(dt);
+    for (size_t c = 0; c < (bits ? 1 : 3); ++c) {
+      const op_call call = bits ? (op_call){OP_BITS, 0, 0} : calls[c];
+      for (int col = 0; col < COLS; ++col) { /* inputs 1 and -2.5 */
+        const uint64_t v = dt == RNGX_FLOAT64 ? ref_f64_bits(col % 2 ? 1.0 : -2.5) : ref_store_f32(dt, col % 2 ? 1.0f : -2.5f);
+        memcpy((char *)x + (size_t)col * ref_elsize(dt), &v, ref_elsize(dt));
+      }
+      memset(out, 0xA5, sizeof out);
+      job.dtype = dt;
+      job.out.data = out;
+      job.in.data = x;
+      run_call(&job, &call, begin, end);
+      for (int64_t i = begin; i < end; ++i) {
+        uint64_t got = 0, xb = 0;
+        memcpy(&got, (char *)out + (size_t)(i % COLS) * ref_elsize(dt), ref_elsize(dt));
+        memcpy(&xb, (char *)x + (size_t)(i % COLS) * ref_elsize(dt), ref_elsize(dt));
+        const ref_key k = ref_key_of(&job, i);
+        const uint64_t want = ref_element(&call, dt, k.seed, k.offset, k.j, xb);
+        CHECK_MSG(got == want, "    %s %s %s: i %lld: 0x%llx, want 0x%llx\n", what, REF_OP_NAMES[call.op],
+                  REF_DTYPE_NAMES[dt], (long long)i, (unsigned long long)got, (unsigned long long)want);
+      }
+      for (int col = 0; col < 3; ++col) /* columns before begin: untouched */
+        for (size_t b = 0; b < ref_elsize(dt); ++b) CHECK(((unsigned char *)out)[(size_t)col * ref_elsize(dt) + b] == 0xA5);
+    }
+  }
 }
 
-static void check_rows(int64_t rows, uint64_t offset) {
+/* One key for the whole {rows, 64} tensor: j = i, up to 2^63 - 1, so k*j / 4 reaches 2^62. */
+static void check_single_key(int64_t rows, uint64_t offset) {
   const int64_t sizes[2] = {rows, COLS}, strides[2] = {0, 1};
-  const int64_t numel = rows * COLS, begin = numel - COLS + 3, end = numel; /* the last row, unaligned */
-  int64_t bits[COLS];
-  float f32[COLS], x32[COLS];
-  double f64[COLS], x64[COLS];
-  for (int c = 0; c < COLS; ++c) x32[c] = 1.0f, x64[c] = 1.0;
+  const rngx_job job = {.keys = {.seed = SEED, .offset = offset, .event = rows * COLS}, .ndim = 2, .sizes = sizes,
+                        .out = {NULL, strides}, .in = {NULL, strides}};
+  check_last_row(job, rows * COLS, "one key");
+}
 
-  rngx_job job = {SEED, offset, RNGX_INT64, 2, sizes, {bits, strides}, {0, 0}};
-  memset(bits, 0xff, sizeof bits);
-  rngx_bits(&job, begin, end);
-  for (int64_t i = begin; i < end; ++i)
-    CHECK_MSG((uint64_t)bits[i % COLS] == word_of(offset, 1, i, 0), "    bits: rows %lld, i %lld\n", (long long)rows,
-              (long long)i);
-
-  job.dtype = RNGX_FLOAT32;
-  job.out.data = f32;
-  rngx_uniform(&job, -2.0, 3.0, begin, end);
-  for (int64_t i = begin; i < end; ++i) {
-    const float u = (float)(word_of(offset, 1, i, 0) & 0xFFFFFFu) * 0x1p-24f, want = -2.0f + u * 5.0f;
-    CHECK_MSG(f32[i % COLS] == want, "    uniform f32: i %lld\n", (long long)i);
+/* Batched keys with huge run indices: a (1, 64) state over {rows, 64} (per element, event 1: run = i), a
+ * (1, 2, 1) one over {rows, 2, 32} (runs of 32), and a key per row whose key stride is 0 (runs of 64, all one
+ * key; run indices up to 2^57). */
+static void check_batched(int64_t rows) {
+  int64_t pairs[2 * COLS];
+  for (int c = 0; c < COLS; ++c) {
+    pairs[2 * c] = (int64_t)(SEED ^ (uint64_t)c * 0x9E3779B97F4A7C15ull);
+    pairs[2 * c + 1] = (int64_t)(c % 3 == 0 ? 0 - (uint64_t)c : (uint64_t)c << 31);
   }
-
-  job.dtype = RNGX_FLOAT64; /* two words per element: word indices reach 2 * i */
-  job.out.data = f64;
-  rngx_uniform(&job, 0.0, 1.0, begin, end);
-  for (int64_t i = begin; i < end; ++i) {
-    const uint64_t m = (((uint64_t)word_of(offset, 2, i, 1) << 32) | word_of(offset, 2, i, 0)) & ((1ull << 53) - 1);
-    CHECK_MSG(f64[i % COLS] == (double)m * 0x1p-53, "    uniform f64: i %lld\n", (long long)i);
-  }
-
-  /* Inputs with a zero row stride too: dropout of ones is 1/(1-p) where kept, 0 where dropped. */
-  job.dtype = RNGX_FLOAT32;
-  job.out.data = f32;
-  job.in = (rngx_operand){x32, strides};
-  rngx_dropout(&job, 0.5, begin, end);
-  for (int64_t i = begin; i < end; ++i) {
-    const int keep = (word_of(offset, 1, i, 0) & 0xFFFFFFu) >= (1u << 23);
-    CHECK_MSG(f32[i % COLS] == (keep ? 2.0f : 0.0f), "    dropout f32: i %lld\n", (long long)i);
-  }
-
-  job.dtype = RNGX_FLOAT64;
-  job.out.data = f64;
-  job.in = (rngx_operand){x64, strides};
-  rngx_quantize_noise(&job, 0.5, begin, end);
-  for (int64_t i = begin; i < end; ++i) {
-    const uint64_t m = (((uint64_t)word_of(offset, 2, i, 1) << 32) | word_of(offset, 2, i, 0)) & ((1ull << 53) - 1);
-    CHECK_MSG(f64[i % COLS] == 1.0 + (-0.5 + (double)m * 0x1p-53 * 1.0), "    noise f64: i %lld\n", (long long)i);
-  }
+  const int64_t s2[2] = {rows, COLS}, st2[2] = {0, 1}, ks2[2] = {0, 2};
+  rngx_job job = {.keys = {.pairs = pairs, .key_dims = 2, .key_strides = ks2, .event = 1}, .ndim = 2, .sizes = s2,
+                  .out = {NULL, st2}, .in = {NULL, st2}};
+  check_last_row(job, rows * COLS, "per element");
+  const int64_t s3[3] = {rows, 2, COLS / 2}, st3[3] = {0, COLS / 2, 1}, ks3[3] = {0, 2 * 7, 0};
+  job = (rngx_job){.keys = {.pairs = pairs, .key_dims = 2, .key_strides = ks3, .event = COLS / 2}, .ndim = 3,
+                   .sizes = s3, .out = {NULL, st3}, .in = {NULL, st3}};
+  check_last_row(job, rows * COLS, "(1,2,1) keys");
+  const int64_t ks1[2] = {0, 0};
+  job = (rngx_job){.keys = {.pairs = pairs + 2 * 5, .key_dims = 1, .key_strides = ks1, .event = COLS}, .ndim = 2,
+                   .sizes = s2, .out = {NULL, st2}, .in = {NULL, st2}};
+  check_last_row(job, rows * COLS, "rows broadcast");
 }
 
 int main(void) {
   const int64_t rows[] = {
       (1ll << 31) / COLS + 1,  /* just past 2^31 elements */
       (1ll << 32) / COLS + 1,  /* just past 2^32 */
-      (1ll << 33) / COLS + 7,  /* float64 word indices past 2^34: the counter's 32-bit carry */
-      INT64_MAX / COLS,        /* the largest: k * i wraps past 2^64 for float64 */
+      (1ll << 34) / COLS + 7,  /* float64 word indices past 2^35: block numbers past the 2^32 carry */
+      INT64_MAX / COLS,        /* the largest */
   };
-  const uint64_t offsets[] = {0, 5, (4ull << 32) - 1, 0 - 9ull};
-  for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r)
-    for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; ++o) check_rows(rows[r], offsets[o]);
+  const uint64_t offsets[] = {0, 5, (1ull << 32) - 1, 0 - 9ull, 3ull << 62};
+  for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r) {
+    for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; ++o) check_single_key(rows[r], offsets[o]);
+    check_batched(rows[r]);
+  }
   return check_summary();
 }

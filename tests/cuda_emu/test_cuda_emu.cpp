@@ -1,11 +1,18 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
-// must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op, dtype, layout, offset and state
-// source. This checks the GPU code's indexing, word fetching and math where CI has no GPU; the real GPU run
-// is benchmarks/gpu_check.py.
+// must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op, dtype (bits at 8/16/32/64 bits
+// too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
+// memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
+// apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. This checks the GPU code's
+// indexing, key lookup, word fetching and math where CI has no GPU; the real GPU run is benchmarks/gpu_check.py.
+// The C kernels themselves are checked against the spec in tests/c.
+//
+// Every buffer a kernel touches is a Dev copy of the host data ("device" memory). Built with nvcc and
+// -DRNGX_REAL_CUDA (see the comment at the end of this file), the same test runs the kernels on a real GPU.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "check.h"
@@ -13,7 +20,59 @@
 #include "ops.h"
 #include "ops_cuda.h"
 
+#ifdef RNGX_REAL_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace {
+
+// A buffer in device memory holding a copy of `host`: cudaMalloc'd on a real GPU, a separate host copy under the
+// stand-in (so a kernel that reads or writes the caller's host pointers instead would show).
+template <class T>
+class Dev {
+ public:
+  explicit Dev(const std::vector<T> &host) : n_(host.size()) {
+#ifdef RNGX_REAL_CUDA
+    if (cudaMalloc(&p_, n_ * sizeof(T) + 1) != cudaSuccess ||
+        cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess) {
+      std::fprintf(stderr, "cuda: allocation or copy failed\n");
+      std::abort();
+    }
+#else
+    copy_ = host;
+    p_ = copy_.data();
+#endif
+  }
+  Dev(const Dev &) = delete;
+  Dev &operator=(const Dev &) = delete;
+  ~Dev() {
+#ifdef RNGX_REAL_CUDA
+    cudaFree(p_);
+#endif
+  }
+  T *get() const { return p_; }
+  // The buffer's contents now, after the kernels launched so far have finished.
+  std::vector<T> read() const {
+    std::vector<T> h(n_);
+#ifdef RNGX_REAL_CUDA
+    if (cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      std::fprintf(stderr, "cuda: kernel or copy failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+      std::abort();
+    }
+#else
+    h = copy_;
+#endif
+    return h;
+  }
+
+ private:
+  size_t n_;
+  T *p_ = nullptr;
+#ifndef RNGX_REAL_CUDA
+  std::vector<T> copy_;
+#endif
+};
 
 struct Layout {
   const char *name;
@@ -61,16 +120,34 @@ std::vector<Layout> layouts(int64_t N, int64_t C, int64_t H, int64_t W) {
 }
 
 int64_t elem_size(rngx_dtype dt) {
-  return dt == RNGX_FLOAT16 || dt == RNGX_BFLOAT16 ? 2 : dt == RNGX_FLOAT32 ? 4 : 8;
+  switch (dt) {
+    case RNGX_BITS8: return 1;
+    case RNGX_FLOAT16: case RNGX_BFLOAT16: case RNGX_BITS16: return 2;
+    case RNGX_FLOAT32: case RNGX_BITS32: return 4;
+    default: return 8;
+  }
 }
 
-// Input values: mostly ordinary, with a few zeros, infinities and NaNs, stored in the dtype.
+const char *dtype_name(rngx_dtype dt) {
+  static const char *const names[] = {"float16", "bfloat16", "float32", "float64", "bits8", "bits16", "bits32", "bits64"};
+  return names[dt];
+}
+
+// Input values: mostly ordinary, with a few zeros, infinities and NaNs, stored in the dtype. A real GPU's
+// arithmetic returns its canonical NaN rather than the input's payload (the CPU keeps it), so there NaNs are
+// left out: both still give NaN, but not the same bytes.
+#ifdef RNGX_REAL_CUDA
+constexpr bool kNaNs = false;
+#else
+constexpr bool kNaNs = true;
+#endif
+
 std::vector<unsigned char> make_input(rngx_dtype dt, int64_t n, std::mt19937 &rng) {
   std::vector<unsigned char> buf(n * elem_size(dt));
   std::uniform_real_distribution<float> val(-4.f, 4.f);
   for (int64_t i = 0; i < n; ++i) {
     const unsigned pick = rng() % 64;
-    const float f = pick == 0 ? NAN : pick == 1 ? -INFINITY : pick == 2 ? 0.f : val(rng);
+    const float f = pick == 0 ? (kNaNs ? NAN : INFINITY) : pick == 1 ? -INFINITY : pick == 2 ? 0.f : val(rng);
     unsigned char *p = &buf[i * elem_size(dt)];
     if (dt == RNGX_FLOAT32) std::memcpy(p, &f, 4);
     if (dt == RNGX_FLOAT64) {
@@ -85,76 +162,217 @@ std::vector<unsigned char> make_input(rngx_dtype dt, int64_t n, std::mt19937 &rn
   return buf;
 }
 
-enum Op { BITS, UNIFORM, NOISE, DROPOUT };
+// ---- keys ----
 
-void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
-  if (op == BITS) rngx_bits(&job, 0, n);
-  if (op == UNIFORM) rngx_uniform(&job, a, b, 0, n);
-  if (op == NOISE) rngx_quantize_noise(&job, a, 0, n);
-  if (op == DROPOUT) rngx_dropout(&job, a, 0, n);
+// A state of shape (*B, 2) for the layout's sizes: B_d = sizes[d] where batched[d], else 1. `pad` spaces the
+// pairs apart in memory. An empty `batched` is one key: by value and as a (2,) state in device memory.
+struct KeyCfg {
+  const char *name;
+  std::vector<int> batched;
+  int pad;
+};
+
+struct Keys {
+  std::vector<int64_t> pairs, strides;  // pairs: exactly the state's span
+  rngx_keys keys{};
+};
+
+Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t seed, uint64_t offset,
+               std::mt19937_64 &rng) {
+  Keys k;
+  const int nd = (int)sizes.size();
+  k.strides.assign(nd + 1, 0);  // + 1: never empty, so .data() is a real pointer
+  int64_t stride = 2 * cfg.pad, npairs = 1;
+  for (int d = nd - 1; d >= 0; --d) {
+    const int64_t b = cfg.batched.empty() || !cfg.batched[d] ? 1 : sizes[d];
+    k.strides[d] = b == 1 ? 0 : stride;
+    if (b != 1 && k.keys.key_dims == 0) k.keys.key_dims = d + 1;
+    stride *= b;
+    npairs *= b;
+  }
+  k.keys.event = 1;
+  for (int d = k.keys.key_dims; d < nd; ++d) k.keys.event *= sizes[d];
+  if (k.keys.event == 0) k.keys.event = 1;  // as the glue does for an empty output
+  k.pairs.assign(2 * cfg.pad * npairs, (int64_t)0x5A5A5A5A5A5A5A5Aull);
+  static const uint64_t offsets[] = {0, 1, 3, (1ull << 32) - 2, 0 - 1ull, 0 - 2ull, 0 - 5ull, 0x0123456789ABCDEFull};
+  for (int64_t p = 0; p < npairs; ++p) {
+    k.pairs[2 * cfg.pad * p] = (int64_t)(npairs == 1 ? seed : rng());
+    k.pairs[2 * cfg.pad * p + 1] = (int64_t)(npairs == 1 ? offset : offsets[rng() % 8]);
+  }
+  k.keys.pairs = k.pairs.data();
+  k.keys.key_strides = k.strides.data();
+  k.keys.seed = ~seed;  // must be ignored while pairs is set
+  k.keys.offset = offset + 4;
+  return k;
 }
 
-int run_cuda(Op op, const rngx_job &job, const int64_t *state, double a, double b) {
-  if (op == BITS) return rngx_cuda_bits(&job, state, nullptr);
-  if (op == UNIFORM) return rngx_cuda_uniform(&job, state, nullptr, a, b);
-  if (op == NOISE) return rngx_cuda_quantize_noise(&job, state, nullptr, a);
-  return rngx_cuda_dropout(&job, state, nullptr, a);
+// ---- running ----
+
+enum Op { BITS, UNIFORM, NOISE, DROPOUT };
+
+// The op's parameters, derived once on the host (rngx_*_params) and read by both kernels.
+rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
+  if (op == UNIFORM) return rngx_uniform_params(dt, a, b);
+  if (op == NOISE) return rngx_noise_params(a);
+  if (op == DROPOUT) return rngx_dropout_params(a);
+  return rngx_params{};
+}
+
+void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
+  const rngx_params p = params_of(op, job.dtype, a, b);
+  if (op == BITS) rngx_bits(&job, 0, n);
+  if (op == UNIFORM) rngx_uniform(&job, &p, 0, n);
+  if (op == NOISE) rngx_quantize_noise(&job, &p, 0, n);
+  if (op == DROPOUT) rngx_dropout(&job, &p, 0, n);
+}
+
+int run_cuda(Op op, const rngx_job &job, double a, double b) {
+  const rngx_params p = params_of(op, job.dtype, a, b);
+  if (op == BITS) return rngx_cuda_bits(&job, nullptr);
+  if (op == UNIFORM) return rngx_cuda_uniform(&job, nullptr, &p);
+  if (op == NOISE) return rngx_cuda_quantize_noise(&job, nullptr, &p);
+  return rngx_cuda_dropout(&job, nullptr, &p);
 }
 
 const char *op_name(Op op) { return op == BITS ? "bits" : op == UNIFORM ? "uniform" : op == NOISE ? "noise" : "dropout"; }
 
-// One op on one layout: CPU, CUDA with the state by value, CUDA with the state in "device" memory.
-void compare(Op op, rngx_dtype dt, const Layout &L, uint64_t seed, uint64_t offset, double a, double b,
+long compares;
+
+// One op on one layout with one key source: the C kernel with the keys in host memory, the CUDA kernel with the
+// same keys in "device" memory, and, for a single key, the CUDA kernel with it by value.
+void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, double a, double b, const char *keys_name,
              std::mt19937 &rng) {
   int64_t n = 1;
   for (int64_t s : L.sizes) n *= s;
   const int64_t es = elem_size(dt), out_n = extent(L.sizes, L.out_strides);
   std::vector<unsigned char> in = make_input(dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng);
-  std::vector<unsigned char> cpu(out_n * es + 64, 0xAB), gpu = cpu, gpu_dev = cpu;
+  std::vector<unsigned char> cpu(out_n * es + 64, 0xAB);
+  const Dev<unsigned char> d_in(in), d_out(cpu), d_out_val(cpu);
+  const Dev<int64_t> d_pairs(K.pairs);
   rngx_job job{};
-  job.seed = seed;
-  job.offset = offset;
+  job.keys = K.keys;
   job.dtype = dt;
   job.ndim = (int)L.sizes.size();
   job.sizes = L.sizes.data();
   job.in = {in.data() + L.in_shift * es, L.in_strides.data()};
   job.out = {cpu.data(), L.out_strides.data()};
   run_cpu(op, job, n, a, b);
-  job.out.data = gpu.data();
-  CHECK(run_cuda(op, job, nullptr, a, b) == 0);
-  const int64_t dev_state[2] = {(int64_t)seed, (int64_t)offset};
-  job.out.data = gpu_dev.data();
-  job.seed = ~seed;  // must be ignored: the kernel reads dev_state
-  job.offset = offset + 4;
-  CHECK(run_cuda(op, job, dev_state, a, b) == 0);
-  CHECK_MSG(cpu == gpu, "  %s dtype=%d %s offset=%llu (state by value)\n", op_name(op), (int)dt, L.name,
-            (unsigned long long)offset);
-  CHECK_MSG(cpu == gpu_dev, "  %s dtype=%d %s offset=%llu (state on device)\n", op_name(op), (int)dt, L.name,
-            (unsigned long long)offset);
+  job.in.data = d_in.get() + L.in_shift * es;
+  job.out.data = d_out.get();
+  job.keys.pairs = d_pairs.get();
+  CHECK(run_cuda(op, job, a, b) == 0);
+  const std::string what = std::string(op_name(op)) + " " + dtype_name(dt) + " " + L.name + " keys " + keys_name;
+  CHECK_MSG(cpu == d_out.read(), "  %s, offset %llu (keys on device)\n", what.c_str(), (unsigned long long)K.pairs[1]);
+  if (single) {
+    job.keys.pairs = nullptr;
+    job.keys.seed = (uint64_t)K.pairs[0];
+    job.keys.offset = (uint64_t)K.pairs[1];
+    job.out.data = d_out_val.get();
+    CHECK(run_cuda(op, job, a, b) == 0);
+    CHECK_MSG(cpu == d_out_val.read(), "  %s, offset %llu (key by value)\n", what.c_str(), (unsigned long long)K.pairs[1]);
+  }
+  ++compares;
+}
+
+// Every op and dtype; `full` adds more parameters (bits has none).
+void compare_all_ops(const Layout &L, const Keys &K, bool single, const char *keys_name, bool full, std::mt19937 &rng) {
+  for (rngx_dtype dt : {RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64}) compare(BITS, dt, L, K, single, 0, 0, keys_name, rng);
+  for (rngx_dtype dt : {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64}) {
+    compare(UNIFORM, dt, L, K, single, -1.5, 2.3, keys_name, rng);
+    compare(NOISE, dt, L, K, single, 0.5, 0, keys_name, rng);
+    compare(DROPOUT, dt, L, K, single, 0.3, 0, keys_name, rng);
+    if (!full) continue;
+    compare(NOISE, dt, L, K, single, 0.375, 0, keys_name, rng);
+    for (double p : {0.0, 1.0}) compare(DROPOUT, dt, L, K, single, p, 0, keys_name, rng);
+  }
+}
+
+void check_ops() {
+  std::mt19937 rng(1234);
+  std::mt19937_64 key_rng(99);
+  // Aligned and odd block offsets, block counters past 2^32, and block numbers wrapping past 2^64.
+  const uint64_t offsets[] = {0, 1, (1ull << 32) - 6, UINT64_MAX - 5};
+  // Key runs (event) of 105, 35 (odd), 7, 1 on the first shape; 9, 3 on the second; and so on.
+  const std::vector<KeyCfg> batched4 = {
+      {"(N,1,1,1)", {1, 0, 0, 0}, 1},           {"(N,C,1,1)", {1, 1, 0, 0}, 1},
+      {"(1,C,1,1) broadcast N", {0, 1, 0, 0}, 1}, {"(N,1,H,1) broadcast C, pad 2", {1, 0, 1, 0}, 2},
+      {"(N,C,H,W) per element", {1, 1, 1, 1}, 1}, {"(1,C,1,W) per element, broadcast", {0, 1, 0, 1}, 3},
+  };
+  const std::vector<KeyCfg> batched2 = {{"(C,1)", {1, 0}, 1}, {"(1,W)", {0, 1}, 2}, {"(C,W)", {1, 1}, 1}};
+  const std::vector<KeyCfg> batched3 = {{"(N,1,1)", {1, 0, 0}, 1}};
+  const int64_t shapes[][4] = {{2, 3, 5, 7}, {1, 35, 3, 3}, {3, 40, 9, 11}, {2, 33, 4, 33}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s)
+    for (const Layout &L : layouts(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3])) {
+      const bool small = s < 2;  // the large shapes run fewer offsets and parameters
+      for (size_t o = 0; o < (small ? 4u : 2u); ++o) {
+        const uint64_t offset = offsets[small ? o : 3 - 2 * o], seed = 0x9E3779B97F4A7C15ull ^ offset;
+        const Keys K = make_keys({"single", {}, 1}, L.sizes, seed, offset, key_rng);
+        compare_all_ops(L, K, true, "single", small, rng);
+      }
+      const auto &cfgs = L.sizes.size() == 4 ? batched4 : L.sizes.size() == 3 ? batched3 : L.sizes.size() == 2 ? batched2
+                                                                                                     : std::vector<KeyCfg>{};
+      for (const KeyCfg &cfg : cfgs) {
+        const Keys K = make_keys(cfg, L.sizes, key_rng(), 0, key_rng);
+        compare_all_ops(L, K, false, cfg.name, false, rng);
+      }
+    }
+  // A long contiguous run: many groups, both wide and tail paths of one kernel; with one key and with runs of 997.
+  std::mt19937_64 krng(7);
+  const Layout big = {"long", {100003}, {1}, {1}, 0}, big2 = {"long 2-d", {101, 997}, {997, 1}, {997, 1}, 0};
+  const Keys one = make_keys({"single", {}, 1}, big.sizes, 42, 12, krng);
+  const Keys rows = make_keys({"(101,1)", {1, 0}, 1}, big2.sizes, 0, 0, krng);
+  for (rngx_dtype dt : {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64}) {
+    compare(NOISE, dt, big, one, true, 0.5, 0, "single", rng);
+    compare(NOISE, dt, big2, rows, false, 0.5, 0, "(101,1)", rng);
+  }
+  compare(BITS, RNGX_BITS64, big2, rows, false, 0, 0, "(101,1)", rng);
+}
+
+// ---- split and fold_in ----
+
+void check_split_fold_in() {
+  std::mt19937_64 rng(5);
+  const uint64_t offsets[] = {0, 7, (1ull << 32) - 1, 0 - 1ull, 0 - 3ull};
+  for (int64_t n : {1, 2, 3, 300, 1000})
+    for (int64_t num : {1, 2, 3, 5}) {
+      std::vector<int64_t> keys(2 * n);
+      for (int64_t k = 0; k < n; ++k) {
+        keys[2 * k] = (int64_t)rng();
+        keys[2 * k + 1] = (int64_t)offsets[rng() % 5];
+      }
+      std::vector<int64_t> cpu(2 * n * num + 4, -7);
+      const Dev<int64_t> d_keys(keys), d_out(cpu);
+      rngx_split(keys.data(), n, num, cpu.data());
+      CHECK(rngx_cuda_split(d_keys.get(), n, num, d_out.get(), nullptr) == 0);
+      CHECK_MSG(cpu == d_out.read(), "  split n=%lld num=%lld\n", (long long)n, (long long)num);
+      for (int64_t stride : {0, 1}) {
+        std::vector<int64_t> data(n);
+        for (int64_t k = 0; k < n; ++k) data[k] = (int64_t)(k % 3 == 0 ? rng() : k % 3 == 1 ? 0 - (rng() % 4) : rng() % 9);
+        std::vector<int64_t> fcpu(2 * n + 4, -7);
+        const Dev<int64_t> d_data(data), d_fout(fcpu);
+        rngx_fold_in(keys.data(), n, data.data(), stride, fcpu.data());
+        CHECK(rngx_cuda_fold_in(d_keys.get(), n, d_data.get(), stride, d_fout.get(), nullptr) == 0);
+        CHECK_MSG(fcpu == d_fout.read(), "  fold_in n=%lld stride=%lld\n", (long long)n, (long long)stride);
+      }
+    }
+  const std::vector<int64_t> untouched(8, -7), keys(2, 1), data(1, 0);  // nothing to do: no writes
+  const Dev<int64_t> d_out(untouched), d_keys(keys), d_data(data);
+  CHECK(rngx_cuda_split(d_keys.get(), 0, 3, d_out.get(), nullptr) == 0);
+  CHECK(rngx_cuda_split(d_keys.get(), 1, 0, d_out.get(), nullptr) == 0);
+  CHECK(rngx_cuda_fold_in(d_keys.get(), 0, d_data.get(), 0, d_out.get(), nullptr) == 0);
+  CHECK(d_out.read() == untouched);
 }
 
 }  // namespace
 
 int main() {
-  std::mt19937 rng(1234);
-  const rngx_dtype floats[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64};
-  // Aligned and unaligned offsets, block counters past 2^32, and word indices wrapping past 2^64.
-  const uint64_t offsets[] = {0, 8, 1, 3, (4ull << 32) - 6, UINT64_MAX - 5};
-  const int64_t shapes[][4] = {{2, 3, 5, 7}, {1, 35, 3, 3}, {3, 40, 9, 11}, {2, 33, 4, 33}};
-  for (const auto &s : shapes)
-    for (const Layout &L : layouts(s[0], s[1], s[2], s[3]))
-      for (uint64_t offset : offsets) {
-        const uint64_t seed = 0x9E3779B97F4A7C15ull ^ offset;
-        compare(BITS, RNGX_INT64, L, seed, offset, 0, 0, rng);
-        for (rngx_dtype dt : floats) {
-          compare(UNIFORM, dt, L, seed, offset, -1.5, 2.0, rng);
-          compare(NOISE, dt, L, seed, offset, 0.5, 0, rng);
-          compare(NOISE, dt, L, seed, offset, 0.375, 0, rng);
-          for (double p : {0.0, 0.3, 1.0}) compare(DROPOUT, dt, L, seed, offset, p, 0, rng);
-        }
-      }
-  // A long contiguous run: many groups, both wide and tail paths of one kernel.
-  const Layout big = {"long", {100003}, {1}, {1}, 0};
-  for (rngx_dtype dt : floats) compare(NOISE, dt, big, 42, 12, 0.5, 0, rng);
+  check_ops();
+  check_split_fold_in();
+  std::printf("%ld op comparisons\n", compares);
   return check_summary();
 }
+
+// On a machine with a GPU and nvcc (not part of `make`), with the C kernels built as the Makefile builds them:
+//   mkdir -p /tmp/rc && for f in csrc/kernels/*.c; do cc -std=c11 -O2 -ffp-contract=off -Icsrc -c -o /tmp/rc/$(basename $f .c).o $f; done
+//   for f in csrc/kernels/ops_cuda.cu tests/cuda_emu/test_cuda_emu.cpp; do nvcc -std=c++17 -O2 -arch=native -DRNGX_REAL_CUDA -Icsrc/kernels -Itests/c -c -x cu -o /tmp/rc/$(basename $f).o $f; done
+//   nvcc -arch=native -o /tmp/rc/test_cuda_real /tmp/rc/*.o && /tmp/rc/test_cuda_real
