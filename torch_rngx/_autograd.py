@@ -9,12 +9,13 @@
 kind and params: "uniform" (low, high, dtype), "noise" (half), "dropout" (p). Each op is linear in x with a
 derivative that needs only the key, so backward and jvp apply the same rule to a gradient or a tangent.
 
-torch.compile does not trace autograd.Functions with a custom jvp, so compiled and exported code calls the ops
-directly: their autograd formulas (_ops.py) give compiled backward the same math.
+The Functions are what torch.func needs; elsewhere the ops are called directly, with the same math in their
+registered autograd formulas (_ops.py): torch.compile does not trace a custom jvp, and in plain eager code an
+autograd.Function costs several op calls' worth of time.
 """
 import torch
 
-from . import functional
+from . import _ops, _replay, functional
 from ._ops import ops
 
 def _rows(info, x_dim, x):
@@ -49,19 +50,23 @@ def _functions(kind, kernel):
             ctx.save_for_backward(key)
             ctx.save_for_forward(key)
 
-    def derivative(ctx, t):
-        """d out / d x applied to t (a gradient or a tangent)."""
+    def derivative(ctx, t, function):
+        """d out / d x applied to t (a gradient or a tangent), with `function` to keep it differentiable."""
         if t is None or kind == "uniform":
             return None
         if kind == "noise":
             return t
         (key,) = ctx.saved_tensors
-        return Sample.apply(t, key, *ctx.params)
+        if torch.is_grad_enabled():  # a double backward differentiates this too
+            return function.apply(t, key, *ctx.params)
+        with torch._C._AutoDispatchBelowAutograd():
+            return kernel(t, key, *ctx.params)
 
     class Sample(torch.autograd.Function):
         @staticmethod
         def forward(x, key, *params):
-            return kernel(x, key, *params)
+            with torch._C._AutoDispatchBelowAutograd():  # the Function is the autograd node
+                return kernel(x, key, *params)
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -70,11 +75,11 @@ def _functions(kind, kernel):
 
         @staticmethod
         def backward(ctx, grad):
-            return (derivative(ctx, grad), None) + (None,) * len(ctx.params)
+            return (derivative(ctx, grad, Sample), None) + (None,) * len(ctx.params)
 
         @staticmethod
         def jvp(ctx, x_t, key_t, *params_t):
-            return derivative(ctx, x_t)
+            return derivative(ctx, x_t, Sample)
 
         @staticmethod
         def vmap(info, in_dims, x, key, *params):
@@ -91,7 +96,8 @@ def _functions(kind, kernel):
         @staticmethod
         def forward(x, owner, dtype, *params):
             key = _draw(owner, x.numel(), dtype)
-            return kernel(x, key, *params), key
+            with torch._C._AutoDispatchBelowAutograd():
+                return kernel(x, key, *params), key
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -101,11 +107,11 @@ def _functions(kind, kernel):
 
         @staticmethod
         def backward(ctx, grad, _):
-            return (derivative(ctx, grad), None, None) + (None,) * len(ctx.params)
+            return (derivative(ctx, grad, Sample), None, None) + (None,) * len(ctx.params)
 
         @staticmethod
         def jvp(ctx, x_t, owner_t, dtype_t, *params_t):
-            return derivative(ctx, x_t), None
+            return derivative(ctx, x_t, Sample), None
 
         @staticmethod
         def vmap(info, in_dims, x, owner, dtype, *params):
@@ -123,13 +129,27 @@ def _functions(kind, kernel):
                 out = Sample.apply(x, key, *params)
             return (out, key), (0, None)
 
-    Sample.__name__, Draw.__name__ = f"Sample_{kind}", f"Draw_{kind}"
-    return Sample, Draw
+    class Eager(torch.autograd.Function):
+        """Plain eager code's node: an old-style Function costs a third of one with setup_context, jvp and vmap."""
+
+        @staticmethod
+        def forward(ctx, x, key, *params):
+            ctx.params = params
+            ctx.save_for_backward(key)
+            with torch._C._AutoDispatchBelowAutograd():
+                return kernel(x, key, *params)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (derivative(ctx, grad, Eager), None) + (None,) * len(ctx.params)
+
+    Sample.__name__, Draw.__name__, Eager.__name__ = f"Sample_{kind}", f"Draw_{kind}", f"Eager_{kind}"
+    return Sample, Draw, Eager
 
 
-SAMPLE, DRAW = {}, {}
+SAMPLE, DRAW, EAGER = {}, {}, {}
 for _kind, _kernel in (("uniform", ops.uniform), ("noise", ops.quantize_noise), ("dropout", ops.dropout)):
-    SAMPLE[_kind], DRAW[_kind] = _functions(_kind, _kernel)
+    SAMPLE[_kind], DRAW[_kind], EAGER[_kind] = _functions(_kind, _kernel)
 
 _KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.dropout}
 
@@ -137,10 +157,27 @@ _KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.
 def sample(kind, x, key, *params):
     if torch.compiler.is_compiling():
         return _KERNELS[kind](x, key, *params)
-    return SAMPLE[kind].apply(x, key, *params)
+    if torch._C._functorch.peek_interpreter_stack() is not None:  # inside a torch.func transform
+        return SAMPLE[kind].apply(x, key, *params)
+    return _eager(kind, x, key, params)
 
 
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
         return _KERNELS[kind](x, _draw(owner, x.numel(), dtype), *params)
-    return DRAW[kind].apply(x, owner, dtype, *params)[0]
+    if torch._C._functorch.peek_interpreter_stack() is not None:
+        return DRAW[kind].apply(x, owner, dtype, *params)[0]
+    if owner is None or not _replay.plain_eager():
+        key = _draw(owner, x.numel(), dtype)
+    else:
+        key = _ops.advance(owner, (x.numel() * functional._WORDS[dtype] + 3) // 4)  # blocks_used, checked
+    return _eager(kind, x, key, params)
+
+
+def _eager(kind, x, key, params):
+    """Plain eager: an autograd node only when a gradient can flow; the op below autograd, skipping the dispatch
+    through its registered formula (about half an op call on a small tensor)."""
+    if kind != "uniform" and x.requires_grad and torch.is_grad_enabled():
+        return EAGER[kind].apply(x, key, *params)
+    with torch._C._AutoDispatchBelowAutograd():
+        return _KERNELS[kind](x, key, *params)

@@ -1,4 +1,5 @@
 """Argument checks shared by the public functions and the fake kernels: each error names its argument."""
+import functools
 import math
 import numbers
 import struct
@@ -149,12 +150,16 @@ def interval(low, high, dtype=None):
         raise ValueError(f"low must be <= high, got low={low}, high={high}")
     if not _isfinite(high - low):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
-    if dtype not in (None, torch.float64):
-        lo, hi = round_to(low, dtype), round_to(high, dtype)
-        if not all(_isfinite(v) for v in (lo, hi, round_to(round_to(hi - lo, torch.float32), dtype))):
-            raise ValueError(f"low, high and high - low must be finite in {dtype}, the output dtype, "
-                             f"got low={low}, high={high}")
+    if dtype not in (None, torch.float64) and not _finite_bounds(low, high, dtype):
+        raise ValueError(f"low, high and high - low must be finite in {dtype}, the output dtype, "
+                         f"got low={low}, high={high}")
     return low, high
+
+
+@functools.lru_cache(maxsize=256)  # a model asks for the same few intervals on every step
+def _finite_bounds(low, high, dtype):
+    lo, hi = round_to(low, dtype), round_to(high, dtype)
+    return all(_isfinite(v) for v in (lo, hi, round_to(round_to(hi - lo, torch.float32), dtype)))
 
 
 def size(sz, name="size"):

@@ -108,7 +108,10 @@ def _dropout_setup(ctx, inputs, output):
 
 def _dropout_backward(ctx, grad):
     (state,) = ctx.saved_tensors
-    return ops.dropout(grad, state, ctx.p), None, None
+    if torch.is_grad_enabled():  # double backward: dropout's own formula again
+        return ops.dropout(grad, state, ctx.p), None, None
+    with torch._C._AutoDispatchBelowAutograd():
+        return ops.dropout(grad, state, ctx.p), None, None
 
 
 torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_context=_dropout_setup)
@@ -132,17 +135,18 @@ def _check_take(state, blocks):
         raise ValueError(f"blocks must be >= 0, got {blocks}")
 
 
+def advance(state, blocks):
+    """The key for one call, then the offset moved past its blocks: one step under the lock."""
+    with _take_lock:
+        taken = state.clone()
+        state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
+    return taken
+
+
 @torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
 def _(state, blocks):
     _check_take(state, blocks)
-
-    def advance():
-        with _take_lock:
-            taken = state.clone()
-            state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
-        return taken
-
-    return _replay.draw(state, advance)
+    return _replay.draw(state, lambda: advance(state, blocks))
 
 
 @torch.library.register_fake("rngx::take_")

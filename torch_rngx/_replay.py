@@ -50,6 +50,11 @@ def _region():
     return None, None
 
 
+def plain_eager():
+    """No checkpoint is on the saved-tensor hook stack and no backward pass is running: a draw needs no journal."""
+    return (_top_hooks is None or _top_hooks(False) is None) and torch._C._current_graph_task_id() == -1
+
+
 def draw(owner, make_key):
     """The key for one stateful call: make_key() (which may advance `owner`, a state tensor or None) in a
     forward, the journaled key when a checkpoint recomputes."""

@@ -31,10 +31,13 @@ def blocks_used(numel, dtype):
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
     if isinstance(numel, int) and numel < 0:
         raise ValueError(f"numel must be >= 0, got {numel}")
-    if dtype not in _checks.FLOAT_DTYPES + _checks.INT_DTYPES:
+    if dtype not in _WORDS:
         raise TypeError(f"dtype must be a float or integer dtype, got {dtype}")
-    k = 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
-    return (numel * k + 3) // 4
+    return (numel * _WORDS[dtype] + 3) // 4
+
+
+_WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
+          for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}  # stream words per element
 
 
 def key(seed, device=None, dtype=torch.int64):

@@ -1,0 +1,98 @@
+"""Per-call cost of every public stateful function against torch's equivalent, on one thread at 2^10 and 2^14
+float32 elements, eager and compiled (`make bench` runs it; docs/performance.md, "Per call").
+
+Targets: eager <= 1.5x torch's time, a compiled fullgraph step <= 1.1x torch's compiled step. A time is the best
+of several rounds in which ours and torch's take turns; compare the ratios, not the absolute times.
+"""
+import timeit
+
+import torch
+import torch.nn.functional as F
+
+import torch_rngx
+
+EAGER_TARGET, COMPILED_TARGET = 1.5, 1.1
+
+
+def _best(fn, budget):
+    fn()
+    n = max(1, int(budget / 20 / max(timeit.timeit(fn, number=1), 1e-7)))
+    return min(timeit.repeat(fn, number=n, repeat=5)) / n
+
+
+def _fwd_bwd(f, x):
+    def run():
+        f(x).sum().backward()
+
+    return run
+
+
+def _cases(numel):
+    x = torch.randn(numel)
+    xg = torch.randn(numel, requires_grad=True)
+    g, tg = torch_rngx.Generator(1), torch.Generator().manual_seed(1)
+    ours_drop, torch_drop = torch_rngx.nn.Dropout(0.1, seed=3), torch.nn.Dropout(0.1)
+    return [
+        ("rand_like(x, generator=g)", "torch.rand(x.shape, generator=tg)",
+         lambda: torch_rngx.rand_like(x, generator=g), lambda: torch.rand(x.shape, generator=tg)),
+        ("uniform_like(x, -1, 1, generator=g)", "torch.empty_like(x).uniform_(-1, 1, generator=tg)",
+         lambda: torch_rngx.uniform_like(x, -1.0, 1.0, generator=g),
+         lambda: torch.empty_like(x).uniform_(-1.0, 1.0, generator=tg)),
+        ('quantize(x, "noise")', "x + torch.empty_like(x).uniform_(-.5, .5)",
+         lambda: torch_rngx.quantize(x, "noise"), lambda: x + torch.empty_like(x).uniform_(-0.5, 0.5)),
+        ('quantize(x, "noise") fwd+bwd', "the same, fwd+bwd",
+         _fwd_bwd(lambda t: torch_rngx.quantize(t, "noise"), xg),
+         _fwd_bwd(lambda t: t + torch.empty_like(t).uniform_(-0.5, 0.5), xg)),
+        ("dropout(x, 0.1)", "F.dropout(x, 0.1)", lambda: torch_rngx.dropout(x, 0.1), lambda: F.dropout(x, 0.1)),
+        ("dropout(x, 0.1) fwd+bwd", "F.dropout fwd+bwd",
+         _fwd_bwd(lambda t: torch_rngx.dropout(t, 0.1), xg), _fwd_bwd(lambda t: F.dropout(t, 0.1), xg)),
+        ("nn.Dropout(0.1, seed=3)(x)", "nn.Dropout(0.1)(x)", lambda: ours_drop(x), lambda: torch_drop(x)),
+    ]
+
+
+def _compiled_cases(numel):
+    x = torch.randn(numel, requires_grad=True)
+    g = torch_rngx.Generator(1)
+    steps = [
+        ("compiled dropout(x * 2, generator=g) + 1, fwd+bwd", "the same with F.dropout",
+         lambda t: torch_rngx.dropout(t * 2, 0.1, generator=g) + 1, lambda t: F.dropout(t * 2, 0.1) + 1),
+        ('compiled quantize(x * 2, "noise", generator=g), fwd+bwd', "the same with uniform_",
+         lambda t: torch_rngx.quantize(t * 2, "noise", generator=g),
+         lambda t: t * 2 + torch.empty_like(t).uniform_(-0.5, 0.5)),
+        ("compiled x * rand_like(x, generator=g), fwd+bwd", "the same with torch.rand_like",
+         lambda t: t * torch_rngx.rand_like(t, generator=g), lambda t: t * torch.rand_like(t)),
+    ]
+    return [(a, b, _fwd_bwd(torch.compile(f, fullgraph=True), x), _fwd_bwd(torch.compile(h, fullgraph=True), x))
+            for a, b, f, h in steps]
+
+
+def run(budget=0.4, sizes=(10, 14)):
+    """Rows of {call, against, numel, ours_us, torch_us, ratio, target, met}."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    rows = []
+    try:
+        for log2 in sizes:
+            for target, cases in ((EAGER_TARGET, _cases(1 << log2)), (COMPILED_TARGET, _compiled_cases(1 << log2))):
+                for ours_name, torch_name, ours, theirs in cases:
+                    t_ours, t_torch = _best(ours, budget), _best(theirs, budget)
+                    t_ours = min(t_ours, _best(ours, budget))  # the two alternate: noise only ever adds time
+                    ratio = t_ours / t_torch
+                    rows.append({"call": ours_name, "against": torch_name, "numel": f"2^{log2}",
+                                 "ours_us": round(t_ours * 1e6, 2), "torch_us": round(t_torch * 1e6, 2),
+                                 "ratio": round(ratio, 2), "target": target, "met": ratio <= target})
+    finally:
+        torch.set_num_threads(threads)
+    return rows
+
+
+def print_table(rows):
+    print("\nper call, 1 thread (ratio = ours / torch's time; target: <= 1.5x eager, <= 1.1x compiled)")
+    print(f"{'call':58s} {'numel':>5s} {'ours us':>8s} {'torch us':>8s} {'ratio':>6s}  target")
+    for r in rows:
+        print(f"{r['call']:58s} {r['numel']:>5s} {r['ours_us']:8.1f} {r['torch_us']:8.1f} {r['ratio']:6.2f}  "
+              f"<= {r['target']} {'met' if r['met'] else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    print_table(run())
