@@ -29,28 +29,21 @@ $(SO): $(VENV)/.stamp $(SOURCES)
 
 build: $(SO)
 
-tests/c/bin/%: tests/c/%.c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
-	@mkdir -p tests/c/bin
-	$(CC) $(C_TEST_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(KERNELS) -lm
-
-# The C tests also built with -DRNGX_SCALAR_ONLY: the portable Philox alone, as on a CPU without AVX2.
+# The C tests also built with -DRNGX_SCALAR_ONLY (the portable Philox alone, as on a CPU without AVX2) and under
+# ASan+UBSan (make sanitize; the first report fails the run). One rule builds all three, by folder.
 SCALAR_TESTS := $(patsubst tests/c/bin/%,tests/c/bin/scalar/%,$(C_TESTS))
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_TESTS := $(patsubst tests/c/bin/%,tests/c/bin/san/%,$(C_TESTS))
+VARIANT_FLAGS = $(if $(findstring /scalar/,$@),-DRNGX_SCALAR_ONLY) $(if $(findstring /san/,$@),$(SAN_FLAGS))
 
-tests/c/bin/scalar/%: tests/c/%.c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
-	@mkdir -p tests/c/bin/scalar
-	$(CC) $(C_TEST_FLAGS) -DRNGX_SCALAR_ONLY -o $@ $< $(KERNELS) -lm
+.SECONDEXPANSION:
+$(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(C_TEST_FLAGS) $(VARIANT_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(KERNELS) -lm
 
 ctest: $(C_TESTS) $(SCALAR_TESTS)
 	@$(if $(RANDOM123),echo "Random123 found: the C tests cross-check against it.",echo "NOTE: Random123 (librandom123-dev) is not installed: the C tests skip the cross-check against it.")
 	@set -e; for t in $(C_TESTS) $(SCALAR_TESTS); do echo "== $$t"; $$t; done
-
-# The same C tests under ASan+UBSan (issue 5); the first report fails the run. Binaries in tests/c/bin/san/.
-SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-SAN_TESTS := $(patsubst tests/c/bin/%,tests/c/bin/san/%,$(C_TESTS))
-
-tests/c/bin/san/%: tests/c/%.c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
-	@mkdir -p tests/c/bin/san
-	$(CC) $(C_TEST_FLAGS) $(SAN_FLAGS) -o $@ $< $(KERNELS) -lm
 
 sanitize: $(SAN_TESTS)
 	@set -e; for t in $(SAN_TESTS); do echo "== $$t"; UBSAN_OPTIONS=print_stacktrace=1 $$t; done
@@ -60,11 +53,9 @@ pytest: $(SO)
 
 test: ctest pytest
 
-# Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values; a
-# .venv made before scipy joined the list gets it here). huge: real tensors past 2^31 and 2^32 elements
-# (~10 GiB of memory, minutes).
+# Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values).
+# huge: real tensors past 2^31 and 2^32 elements (~10 GiB of memory, minutes).
 stats: $(SO)
-	@$(PYTHON) -c "import scipy" 2>/dev/null || $(PYTHON) -m pip install -q scipy
 	$(PYTHON) tests/stats_independence.py
 
 huge: $(SO)

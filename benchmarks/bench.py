@@ -3,7 +3,8 @@
 For each op, float32 at 2^10 ... 2^26 elements (and float16/bfloat16 at one size): torch_rngx, the torch eager
 equivalent, the torch.compile'd equivalent (Inductor's own fused random) and x.clone(), the memory-bandwidth
 limit. Then 1 against 2 threads at 2^24, the same again with freed memory reused (no page faults on fresh
-outputs), the bytes autograd saves for dropout's backward, and the issue's targets. Prints the tables and writes
+outputs), the bytes autograd saves for dropout's backward, the targets, and the per-call cost of every public
+stateful function on small tensors (per_call.py). Prints the tables and writes
 benchmarks/out/bench.json and bench.png.
 
 A time is the best of several rounds, the candidates taking turns in each round, because other processes on a
@@ -21,6 +22,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+import per_call
 import torch_rngx
 from torch_rngx import _C
 
@@ -294,11 +296,13 @@ def main():
     if threads == 2:
         goals["default allocator"] = print_targets(results, key, "default allocator")
         goals["freed memory reused"] = print_targets(reused, key, "freed memory reused (no page faults)")
+    calls = per_call.run(budget=args.budget)
+    per_call.print_table(calls)
 
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
                    "philox_paths": paths, "results": results, "reused_memory_results": reused,
-                   "dropout_saved_bytes": saved, "targets": goals}, f, indent=1)
+                   "dropout_saved_bytes": saved, "targets": goals, "per_call": calls}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
     print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 

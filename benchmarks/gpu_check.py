@@ -1,4 +1,4 @@
-"""The GPU check (docs/cuda.md, issue 14): one prepared command for a CUDA machine, about 5 minutes on an H200.
+"""The GPU check (docs/cuda.md): one prepared command for a CUDA machine, about 5 minutes on an H200.
 
 It builds the CUDA extension in place (skipped while the build is newer than csrc/ and setup.py), then checks the
 stream v2 contract (docs/stream.md; a state [seed, offset] counts its offset in 128-bit Philox blocks):

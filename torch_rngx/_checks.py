@@ -150,7 +150,9 @@ def interval(low, high, dtype=None):
         raise ValueError(f"low must be <= high, got low={low}, high={high}")
     if not _isfinite(high - low):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
-    if dtype not in (None, torch.float64) and not _finite_bounds(low, high, dtype):
+    # Under torch.compile the bounds may be symbolic floats, which the rounding cannot take: there the kernel
+    # checks the same rule when it runs (RuntimeError, csrc/glue.h).
+    if dtype not in (None, torch.float64) and not torch.compiler.is_compiling() and not _finite_bounds(low, high, dtype):
         raise ValueError(f"low, high and high - low must be finite in {dtype}, the output dtype, "
                          f"got low={low}, high={high}")
     return low, high
@@ -206,3 +208,35 @@ def fold_data(data, s, name="data"):
     if not 0 <= data < 1 << 64:
         raise ValueError(f"{name} must be in [0, 2^64), got {data}")
     return torch.tensor(data - (1 << 64) if data >= 1 << 63 else data, dtype=torch.int64, device=s.device)
+
+
+# ---- one validator per op, shared by the public function and the fake kernel (so compile-time checks equal
+# eager ones); each returns the op's parameters as the kernels take them ----
+
+def for_bits(size_, key, dtype):
+    size_ = size(size_)
+    state(key, shape=size_)
+    int_dtype(dtype, "dtype")
+    return size_
+
+
+def for_uniform(like, key, low, high, dtype):
+    strided(like, "like")
+    state(key, shape=like.shape)
+    same_device(like, key, "like")
+    float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
+    return interval(low, high, like.dtype if dtype is None else dtype)
+
+
+def for_noise(x, key, half):
+    float_tensor(x)
+    state(key, shape=x.shape)
+    same_device(x, key)
+    return half_width(half, dtype=x.dtype)
+
+
+def for_dropout(x, key, p):
+    float_tensor(x)
+    state(key, shape=x.shape)
+    same_device(x, key)
+    return probability(p)

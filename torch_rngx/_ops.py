@@ -34,9 +34,7 @@ ops = torch.ops.rngx
 # ---- bits ----
 @torch.library.register_fake("rngx::bits")
 def _(size, state, dtype):
-    _checks.state(state, shape=size)
-    _checks.int_dtype(dtype, "dtype")
-    return state.new_empty(size, dtype=dtype)
+    return state.new_empty(_checks.for_bits(size, state, dtype), dtype=dtype)
 
 
 # ---- split / fold_in: new keys derived from old ones; not differentiable ----
@@ -58,9 +56,7 @@ def _(state, data):
 # ---- uniform ----
 @torch.library.register_fake("rngx::uniform")
 def _(like, state, low, high, dtype=None):
-    _checks.state(state, shape=like.shape)
-    _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype")
-    _checks.interval(low, high)
+    _checks.for_uniform(like, state, low, high, dtype)
     return torch.empty_like(like, dtype=dtype)
 
 
@@ -78,9 +74,7 @@ torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_contex
 # ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
 @torch.library.register_fake("rngx::quantize_noise")
 def _(x, state, half):
-    _checks.state(state, shape=x.shape)
-    _checks.float_tensor(x)
-    _checks.half_width(half)
+    _checks.for_noise(x, state, half)
     return torch.empty_like(x)
 
 
@@ -94,9 +88,7 @@ torch.library.register_autograd("rngx::quantize_noise", _noise_backward, setup_c
 # ---- dropout: backward recomputes the mask from (state, p); no mask is ever stored ----
 @torch.library.register_fake("rngx::dropout")
 def _(x, state, p):
-    _checks.state(state, shape=x.shape)
-    _checks.float_tensor(x)
-    _checks.probability(p)
+    _checks.for_dropout(x, state, p)
     return torch.empty_like(x)
 
 

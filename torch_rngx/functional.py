@@ -76,33 +76,20 @@ def bits(size, state, *, dtype=torch.int32):
     """Raw stream bits of `size`, as torch.func._random.bits (torch 2.15): integer dtypes of up to 32 bits take
     one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds each
     word's 32 bits, so negative values appear."""
-    size = _checks.size(size)
-    _checks.state(state, shape=size)
-    _checks.int_dtype(dtype, "dtype")
-    return ops.bits(size, state, dtype)
+    return ops.bits(_checks.for_bits(size, state, dtype), state, dtype)
 
 
 def uniform(like, state, low=0.0, high=1.0, *, dtype=None):
     """U[low, high) with the dtype (or `dtype`), device and strides of torch.empty_like(like)."""
-    _checks.strided(like, "like")
-    _checks.state(state, shape=like.shape)
-    _checks.same_device(like, state, "like")
-    _checks.float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    low, high = _checks.interval(low, high, like.dtype if dtype is None else dtype)
+    low, high = _checks.for_uniform(like, state, low, high, dtype)
     return _autograd.sample("uniform", like, state, low, high, dtype)
 
 
 def quantize_noise(x, state, half=0.5):
     """x + U[-half, half) in one pass; differentiable, with d/dx = 1."""
-    _checks.float_tensor(x)
-    _checks.state(state, shape=x.shape)
-    _checks.same_device(x, state)
-    return _autograd.sample("noise", x, state, _checks.half_width(half, dtype=x.dtype))
+    return _autograd.sample("noise", x, state, _checks.for_noise(x, state, half))
 
 
 def dropout(x, state, p):
     """Keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes the mask from `state`."""
-    _checks.float_tensor(x)
-    _checks.state(state, shape=x.shape)
-    _checks.same_device(x, state)
-    return _autograd.sample("dropout", x, state, _checks.probability(p))
+    return _autograd.sample("dropout", x, state, _checks.for_dropout(x, state, p))

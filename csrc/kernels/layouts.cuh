@@ -33,8 +33,8 @@ struct Keys {
   int64_t event;
   int64_t sizes[RNGX_MAX_DIMS], strides[RNGX_MAX_DIMS];
 
-  // The key of run q (ops.c: rngx_key_of_run).
-  __device__ __forceinline__ void key_of_run(int64_t q, uint64_t &s, uint64_t &o) const {
+  // The key of segment q (ops.c: rngx_key_of_segment).
+  __device__ __forceinline__ void key_of_segment(int64_t q, uint64_t &s, uint64_t &o) const {
     if (pairs == nullptr) {
       s = seed;
       o = offset;
@@ -82,7 +82,7 @@ template <int K>
 __device__ __forceinline__ void group_words(const Keys &keys, int64_t i0, uint32_t (&w)[4 * K]) {
   const int64_t q = keys.key_dims == 0 ? 0 : i0 / keys.event, j = i0 - q * keys.event;
   uint64_t seed, offset;
-  keys.key_of_run(q, seed, offset);
+  keys.key_of_segment(q, seed, offset);
   if (j + 4 <= keys.event) {
     fetch_words<K>(seed, offset, (uint64_t)K * (uint64_t)j, w);
     return;
@@ -90,7 +90,7 @@ __device__ __forceinline__ void group_words(const Keys &keys, int64_t i0, uint32
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
-    keys.key_of_run(qe, seed, offset);
+    keys.key_of_segment(qe, seed, offset);
 #pragma unroll
     for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (uint64_t)je + r);
   }
@@ -198,27 +198,22 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
 }
 
 // ---- any other strides: one div/mod chain per group of 4, then a step along the innermost dim ----
-struct Strided {
-  int ndim;
-  int64_t sizes[RNGX_MAX_DIMS], out[RNGX_MAX_DIMS], in[RNGX_MAX_DIMS];
-};
-
-__device__ __forceinline__ void locate(const Strided &g, int64_t i, int64_t &po, int64_t &pi, int64_t &inner) {
+__device__ __forceinline__ void locate(const rngx_layout &g, int64_t i, int64_t &po, int64_t &pi, int64_t &inner) {
   po = pi = 0;
-  for (int d = g.ndim - 1; d >= 0; --d) {
-    const int64_t q = i / g.sizes[d], r = i - q * g.sizes[d];
-    if (d == g.ndim - 1) inner = r;
-    po += r * g.out[d];
-    pi += r * g.in[d];
+  for (int d = g.nd - 1; d >= 0; --d) {
+    const int64_t q = i / g.size[d], r = i - q * g.size[d];
+    if (d == g.nd - 1) inner = r;
+    po += r * g.so[d];
+    pi += r * g.si[d];
     i = q;
   }
 }
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads)
-    strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, Strided g) {
+    strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, rngx_layout g) {
   using T = typename Op::T;
-  const int last = g.ndim - 1;
+  const int last = g.nd - 1;
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
@@ -230,9 +225,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < 4; ++j) {
       if (i0 + j >= n) break;
       if (j > 0) {
-        if (++inner < g.sizes[last]) {
-          po += g.out[last];
-          pi += g.in[last];
+        if (++inner < g.size[last]) {
+          po += g.so[last];
+          pi += g.si[last];
         } else {
           locate(g, i0 + j, po, pi, inner);
         }
@@ -243,29 +238,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- choosing the walk ----
-
-// The job's dims with size-1 dims dropped and neighbours merged wherever both operands allow it (stride[d]
-// == stride[d+1] * size[d+1]). Merging keeps row-major order, so logical indices are unchanged.
-inline Strided coalesce(const rngx_job *job, bool reads) {
-  Strided c;
-  c.ndim = 0;
-  for (int d = 0; d < job->ndim; ++d) {
-    const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads ? job->in.strides[d] : 0;
-    if (size == 1) continue;
-    const int k = c.ndim - 1;
-    if (k >= 0 && c.out[k] == so * size && c.in[k] == si * size) {
-      c.sizes[k] *= size;
-      c.out[k] = so;
-      c.in[k] = si;
-      continue;
-    }
-    c.sizes[c.ndim] = size;
-    c.out[c.ndim] = so;
-    c.in[c.ndim] = si;
-    ++c.ndim;
-  }
-  return c;
-}
 
 inline unsigned blocks_for(int64_t groups) {
   const int64_t b = (groups + kThreads - 1) / kThreads;
@@ -298,16 +270,17 @@ int launch(const Op &op, const rngx_job *job, void *stream_ptr) {
   const Keys st = keys_of(job);
   T *out = (T *)job->out.data;
   const T *in = Op::kReads ? (const T *)job->in.data : nullptr;
-  const Strided c = coalesce(job, Op::kReads);
+  rngx_layout c;
+  rngx_collapse(job, Op::kReads, &c);
   const bool reads = Op::kReads;
-  if (c.ndim == 0 || (c.ndim == 1 && c.out[0] == 1 && (!reads || c.in[0] == 1))) {
+  if (c.nd == 1 && c.so[0] == 1 && (!reads || c.si[0] == 1)) {
     const uintptr_t a = Wide<T>::kBytes - 1;
     const bool wide = ((uintptr_t)out & a) == 0 && (!reads || ((uintptr_t)in & a) == 0);
     RNGX_LAUNCH(contiguous_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, n, wide);
-  } else if ((c.ndim == 2 || c.ndim == 3) && c.out[c.ndim - 2] == 1 && (!reads || c.in[c.ndim - 2] == 1)) {
-    const int l = c.ndim - 1;
-    const Transposed g = {c.ndim == 3 ? c.sizes[0] : 1, c.sizes[l - 1], c.sizes[l], c.ndim == 3 ? c.out[0] : 0,
-                          c.out[l], c.ndim == 3 ? c.in[0] : 0, c.in[l]};
+  } else if ((c.nd == 2 || c.nd == 3) && c.so[c.nd - 2] == 1 && (!reads || c.si[c.nd - 2] == 1)) {
+    const int l = c.nd - 1;
+    const Transposed g = {c.nd == 3 ? c.size[0] : 1, c.size[l - 1], c.size[l], c.nd == 3 ? c.so[0] : 0,
+                          c.so[l], c.nd == 3 ? c.si[0] : 0, c.si[l]};
     const dim3 grid(clamp_dim((g.L + kTile - 1) / kTile, INT32_MAX), clamp_dim((g.C + kTile - 1) / kTile, 65535),
                     clamp_dim(g.N, 65535));
     RNGX_LAUNCH(transposed_kernel<Op>, grid, dim3(kTile, kRows), stream, op, st, out, in, g);

@@ -26,8 +26,8 @@
 
 /* The float loops are also built for AVX2 and AVX-512, the widest the CPU runs picked at load time (ifunc):
  * they are plain IEEE multiplies, adds and exact conversions with no contraction, and the 16-bit types'
- * roundings are integer ops (convert_lanes.h), so every build gives the same bits, and the float work no longer
- * rivals the SIMD Philox for time. */
+ * roundings are integer ops (convert_lanes.h), so every build gives the same bits, and the float work costs
+ * little next to the SIMD Philox. */
 #if RNGX_X86_SIMD
 #define RNGX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -48,7 +48,7 @@ static int64_t element_size(rngx_dtype dtype) {
   }
 }
 
-/* ---- the ops' math on one run: n elements along a row, out[j * so] (and in[j * si]) from words w[k * j ...] ----
+/* ---- the ops' math on one span: n elements along a row, out[j * so] (and in[j * si]) from words w[k * j ...] ----
  * Each float32 loop is written once with its strides as parameters and called twice, once with literal unit
  * strides: after inlining, that copy is a plain contiguous loop the compiler vectorizes. The loops take the
  * op's parameters by value, as a store through `o` could otherwise alias them and block vectorization. */
@@ -58,13 +58,13 @@ typedef struct {
   int64_t n, so, si; /* strides in elements */
   void *out;
   const void *in;
-} rngx_run;
+} rngx_span;
 
 typedef struct rngx_op rngx_op;
-typedef void (*rngx_run_fn)(const rngx_op *op, const rngx_run *r);
+typedef void (*rngx_loop_fn)(const rngx_op *op, const rngx_span *r);
 
 struct rngx_op {
-  rngx_run_fn run;
+  rngx_loop_fn loop;
   int reads_input;
   rngx_params p;
 };
@@ -79,25 +79,25 @@ static inline uint16_t store16(rngx_dtype dt, float f) {
 }
 
 /* bits: the low bits of one word, or two words first-word-high (torch.func._random.bits). */
-static void bits8(const rngx_op *op, const rngx_run *r) {
+static void bits8(const rngx_op *op, const rngx_span *r) {
   uint8_t *o = r->out;
   (void)op;
   for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (uint8_t)r->w[j];
 }
 
-static void bits16(const rngx_op *op, const rngx_run *r) {
+static void bits16(const rngx_op *op, const rngx_span *r) {
   uint16_t *o = r->out;
   (void)op;
   for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (uint16_t)r->w[j];
 }
 
-static void bits32(const rngx_op *op, const rngx_run *r) {
+static void bits32(const rngx_op *op, const rngx_span *r) {
   uint32_t *o = r->out;
   (void)op;
   for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = r->w[j];
 }
 
-static void bits64(const rngx_op *op, const rngx_run *r) {
+static void bits64(const rngx_op *op, const rngx_span *r) {
   uint64_t *o = r->out;
   (void)op;
   for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = (uint64_t)r->w[2 * j] << 32 | r->w[2 * j + 1];
@@ -108,12 +108,12 @@ static inline void uniform_f32_loop(float lo, float width, const uint32_t *w, in
   for (int64_t j = 0; j < n; ++j) o[j * so] = lo + rngx_u24(w[j]) * width;
 }
 
-RNGX_CLONES static void uniform_f32(const rngx_op *op, const rngx_run *r) {
+RNGX_CLONES static void uniform_f32(const rngx_op *op, const rngx_span *r) {
   if (r->so == 1) uniform_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, 1);
   else uniform_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, r->so);
 }
 
-static void uniform_f64(const rngx_op *op, const rngx_run *r) {
+static void uniform_f64(const rngx_op *op, const rngx_span *r) {
   const uint32_t *w = r->w;
   double *o = r->out;
   for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
@@ -127,13 +127,13 @@ static inline void uniform_16_loop(rngx_dtype dt, float lo, float width, const u
     o[j * so] = store16(dt, lo + (dt == RNGX_FLOAT16 ? rngx_u11(w[j]) : rngx_u8(w[j])) * width);
 }
 
-static inline void uniform_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+static inline void uniform_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
   if (r->so == 1) uniform_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, 1);
   else uniform_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, r->so);
 }
 
-RNGX_CLONES static void uniform_f16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_FLOAT16, op, r); }
-RNGX_CLONES static void uniform_bf16(const rngx_op *op, const rngx_run *r) { uniform_16(RNGX_BFLOAT16, op, r); }
+RNGX_CLONES static void uniform_f16(const rngx_op *op, const rngx_span *r) { uniform_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void uniform_bf16(const rngx_op *op, const rngx_span *r) { uniform_16(RNGX_BFLOAT16, op, r); }
 
 /* quantize_noise: x + (lo + u * width) with lo = -half, width = 2 half; float32 math for <= 32-bit types. */
 static inline void noise_f32_loop(float lo, float width, const uint32_t *w, int64_t n, float *o, int64_t so,
@@ -141,12 +141,12 @@ static inline void noise_f32_loop(float lo, float width, const uint32_t *w, int6
   for (int64_t j = 0; j < n; ++j) o[j * so] = x[j * si] + (lo + rngx_u24(w[j]) * width);
 }
 
-RNGX_CLONES static void noise_f32(const rngx_op *op, const rngx_run *r) {
+RNGX_CLONES static void noise_f32(const rngx_op *op, const rngx_span *r) {
   if (r->so == 1 && r->si == 1) noise_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, 1, r->in, 1);
   else noise_f32_loop(op->p.lo, op->p.width, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-static void noise_f64(const rngx_op *op, const rngx_run *r) {
+static void noise_f64(const rngx_op *op, const rngx_span *r) {
   const uint32_t *w = r->w;
   const double *x = r->in;
   double *o = r->out;
@@ -160,13 +160,13 @@ static inline void noise_16_loop(rngx_dtype dt, float lo, float width, const uin
   for (int64_t j = 0; j < n; ++j) o[j * so] = store16(dt, load16(dt, x[j * si]) + (lo + rngx_u24(w[j]) * width));
 }
 
-static inline void noise_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+static inline void noise_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
   if (r->so == 1 && r->si == 1) noise_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, 1, r->in, 1);
   else noise_16_loop(dt, op->p.lo, op->p.width, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-RNGX_CLONES static void noise_f16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_FLOAT16, op, r); }
-RNGX_CLONES static void noise_bf16(const rngx_op *op, const rngx_run *r) { noise_16(RNGX_BFLOAT16, op, r); }
+RNGX_CLONES static void noise_f16(const rngx_op *op, const rngx_span *r) { noise_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void noise_bf16(const rngx_op *op, const rngx_span *r) { noise_16(RNGX_BFLOAT16, op, r); }
 
 /* dropout: x * scale where u >= p, else +0. Branch free, as the keep/drop pattern is random: the product's bits
  * and-ed with all ones or all zeros. That also lets the float32 loop vectorize. */
@@ -185,12 +185,12 @@ static inline void dropout_f32_loop(uint32_t keep, float scale, const uint32_t *
   for (int64_t j = 0; j < n; ++j) o[j * so] = kept_f32((w[j] & RNGX_U24_MASK) >= keep, x[j * si] * scale);
 }
 
-RNGX_CLONES static void dropout_f32(const rngx_op *op, const rngx_run *r) {
+RNGX_CLONES static void dropout_f32(const rngx_op *op, const rngx_span *r) {
   if (r->so == 1 && r->si == 1) dropout_f32_loop(op->p.keep, op->p.scale, r->w, r->n, r->out, 1, r->in, 1);
   else dropout_f32_loop(op->p.keep, op->p.scale, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-static void dropout_f64(const rngx_op *op, const rngx_run *r) {
+static void dropout_f64(const rngx_op *op, const rngx_span *r) {
   const uint32_t *w = r->w;
   const double *x = r->in;
   double *o = r->out;
@@ -205,25 +205,17 @@ static inline void dropout_16_loop(rngx_dtype dt, uint32_t keep, float scale, co
     o[j * so] = store16(dt, load16(dt, x[j * si]) * scale) & (uint16_t)(0u - ((w[j] & RNGX_U24_MASK) >= keep));
 }
 
-static inline void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_run *r) {
+static inline void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
   if (r->so == 1 && r->si == 1) dropout_16_loop(dt, op->p.keep, op->p.scale, r->w, r->n, r->out, 1, r->in, 1);
   else dropout_16_loop(dt, op->p.keep, op->p.scale, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-RNGX_CLONES static void dropout_f16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_FLOAT16, op, r); }
-RNGX_CLONES static void dropout_bf16(const rngx_op *op, const rngx_run *r) { dropout_16(RNGX_BFLOAT16, op, r); }
+RNGX_CLONES static void dropout_f16(const rngx_op *op, const rngx_span *r) { dropout_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void dropout_bf16(const rngx_op *op, const rngx_span *r) { dropout_16(RNGX_BFLOAT16, op, r); }
 
 /* ---- layout ---- */
 
-typedef struct {
-  int nd;                                 /* >= 1; the last dim is the row */
-  int64_t size[RNGX_MAX_DIMS];
-  int64_t so[RNGX_MAX_DIMS], si[RNGX_MAX_DIMS]; /* out and in strides, in elements */
-} rngx_layout;
-
-/* Drops size-1 dims and merges a dim into its inner neighbour where, for both operands, stepping the outer
- * dim is the same as running on along the inner one. */
-static void collapse(const rngx_job *job, int reads_input, rngx_layout *l) {
+void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l) {
   l->nd = 0;
   for (int d = 0; d < job->ndim; ++d) {
     const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads_input ? job->in.strides[d] : 0;
@@ -281,7 +273,7 @@ typedef struct {
   int64_t size; /* element size in bytes */
 } rngx_walk;
 
-void rngx_key_of_run(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset) {
+void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset) {
   const rngx_keys *keys = &job->keys;
   if (keys->pairs == NULL) {
     *seed = keys->seed;
@@ -298,11 +290,13 @@ void rngx_key_of_run(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *o
 }
 
 /* The first word of element i is lane (k * j) % 4 of its key's stream, j = i % event. */
-static uint64_t lane_of(const rngx_walk *wk, int64_t i) { return (uint64_t)wk->k * (uint64_t)(i % wk->job->keys.event) & 3u; }
+static uint64_t lane_of(const rngx_walk *wk, int64_t i) {
+  return (uint64_t)wk->k * (uint64_t)(i % wk->job->keys.event) & 3u;
+}
 
-/* The words of logical elements [i, i + n), one key run after another: the first run's whole blocks go to buf,
- * so the words start at buf + lane_of(i); each later run starts a key's stream, so its blocks go right after
- * the words before it. buf holds lane_of(i) + k * n words, plus 3 that a last partial block may write. */
+/* The words of logical elements [i, i + n), one key segment after another: the first segment's whole blocks go
+ * to buf, so the words start at buf + lane_of(i); each later segment starts a key's stream, so its blocks go
+ * right after the words before it. buf holds lane_of(i) + k * n words, plus 3 that a last block may write. */
 static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint32_t *buf) {
   const int64_t event = wk->job->keys.event, k = wk->k;
   const uint64_t lane = lane_of(wk, i);
@@ -311,7 +305,7 @@ static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint
     const int64_t q = i / event, j = i - q * event, m = min64(end - i, event - j);
     const uint64_t first = (uint64_t)k * (uint64_t)j;
     uint64_t seed, offset;
-    rngx_key_of_run(wk->job, q, &seed, &offset);
+    rngx_key_of_segment(wk->job, q, &seed, &offset);
     rngx_fill_blocks(seed, offset + (first >> 2), (int64_t)(((first & 3u) + (uint64_t)(k * m) + 3u) >> 2), next);
     next += (next == buf ? lane : 0) + k * m;
     i += m;
@@ -319,16 +313,16 @@ static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint
   return buf + lane;
 }
 
-/* Runs the op on n elements of one row from column col, whose row starts at memory offsets (out, in). */
-static void run_row(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col) {
+/* The op's loop on n elements of one row from column col, whose row starts at memory offsets (out, in). */
+static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col) {
   const rngx_layout *l = wk->l;
   const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1];
-  const rngx_run r = {w, n, so, si, (char *)wk->job->out.data + (out + col * so) * wk->size,
+  const rngx_span r = {w, n, so, si, (char *)wk->job->out.data + (out + col * so) * wk->size,
                       wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0};
-  wk->op->run(wk->op, &r);
+  wk->op->loop(wk->op, &r);
 }
 
-/* Logical order, in batches of consecutive elements, each cut into runs along rows. Batches end on block
+/* Logical order, in batches of consecutive elements, each cut into spans along rows. Batches end on block
  * boundaries, so after the first every batch is whole SIMD groups. */
 static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
   uint32_t buf[BATCH_WORDS + 4];
@@ -340,10 +334,10 @@ static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
     const int64_t n = min64(end - i, (BATCH_WORDS - (int64_t)lane_of(wk, i)) / wk->k);
     const uint32_t *w = words_for(wk, i, n, buf);
     for (int64_t j = 0; j < n;) {
-      const int64_t run = min64(row_len - col, n - j);
-      run_row(wk, w + wk->k * j, run, c.out, c.in, col);
-      j += run;
-      col += run;
+      const int64_t len = min64(row_len - col, n - j);
+      span_at(wk, w + wk->k * j, len, c.out, c.in, col);
+      j += len;
+      col += len;
       if (col == row_len) {
         col = 0;
         cursor_next(wk->l, &c);
@@ -371,16 +365,16 @@ static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
       for (int t = 0; t < rows; ++t) {
         const int64_t start = (row + t) * row_len;
         const int64_t lo = max64(start + col, begin), hi = min64(start + min64(col + width, row_len), end);
-        if (lo < hi) run_row(wk, words_for(wk, lo, hi - lo, buf), hi - lo, out_row[t], in_row[t], lo - start);
+        if (lo < hi) span_at(wk, words_for(wk, lo, hi - lo, buf), hi - lo, out_row[t], in_row[t], lo - start);
       }
     }
   }
 }
 
-static void run(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t end) {
+static void execute(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t end) {
   rngx_layout l;
   if (begin >= end) return;
-  collapse(job, op->reads_input, &l);
+  rngx_collapse(job, op->reads_input, &l);
   const rngx_walk wk = {job, op, &l, rngx_words_per_element(job->dtype), element_size(job->dtype)};
   const int strided = l.so[l.nd - 1] != 1 || (op->reads_input && l.si[l.nd - 1] != 1);
   if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)
@@ -391,7 +385,7 @@ static void run(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t e
 
 /* ---- the public ops ---- */
 
-static rngx_run_fn by_dtype(rngx_dtype dt, rngx_run_fn f16, rngx_run_fn bf16, rngx_run_fn f32, rngx_run_fn f64) {
+static rngx_loop_fn by_dtype(rngx_dtype dt, rngx_loop_fn f16, rngx_loop_fn bf16, rngx_loop_fn f32, rngx_loop_fn f64) {
   return dt == RNGX_FLOAT16 ? f16 : dt == RNGX_BFLOAT16 ? bf16 : dt == RNGX_FLOAT32 ? f32 : f64;
 }
 
@@ -424,25 +418,25 @@ rngx_params rngx_dropout_params(double p) {
 
 void rngx_bits(const rngx_job *job, int64_t begin, int64_t end) {
   const rngx_dtype dt = job->dtype;
-  const rngx_op op = {.run = dt == RNGX_BITS8 ? bits8 : dt == RNGX_BITS16 ? bits16 : dt == RNGX_BITS32 ? bits32 : bits64};
-  run(job, &op, begin, end);
+  const rngx_op op = {.loop = dt == RNGX_BITS8 ? bits8 : dt == RNGX_BITS16 ? bits16 : dt == RNGX_BITS32 ? bits32 : bits64};
+  execute(job, &op, begin, end);
 }
 
 void rngx_uniform(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
-  const rngx_op op = {.run = by_dtype(job->dtype, uniform_f16, uniform_bf16, uniform_f32, uniform_f64), .p = *p};
-  run(job, &op, begin, end);
+  const rngx_op op = {.loop = by_dtype(job->dtype, uniform_f16, uniform_bf16, uniform_f32, uniform_f64), .p = *p};
+  execute(job, &op, begin, end);
 }
 
 void rngx_quantize_noise(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
-  const rngx_op op = {.run = by_dtype(job->dtype, noise_f16, noise_bf16, noise_f32, noise_f64), .reads_input = 1,
+  const rngx_op op = {.loop = by_dtype(job->dtype, noise_f16, noise_bf16, noise_f32, noise_f64), .reads_input = 1,
                       .p = *p};
-  run(job, &op, begin, end);
+  execute(job, &op, begin, end);
 }
 
 void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
-  const rngx_op op = {.run = by_dtype(job->dtype, dropout_f16, dropout_bf16, dropout_f32, dropout_f64),
+  const rngx_op op = {.loop = by_dtype(job->dtype, dropout_f16, dropout_bf16, dropout_f32, dropout_f64),
                       .reads_input = 1, .p = *p};
-  run(job, &op, begin, end);
+  execute(job, &op, begin, end);
 }
 
 /* ---- key derivation ---- */

@@ -23,7 +23,7 @@ typedef struct {
 } rngx_operand;
 
 /* Which key each element uses, and its index inside that key's run (docs/stream.md, "Batched states"). The
- * output's first key_dims dims pick the key; the rest form runs of `event` elements, in logical order. */
+ * output's first key_dims dims pick the key; the rest form segments of `event` elements, in logical order. */
 typedef struct {
   const int64_t *pairs;       /* [seed, offset] pairs, offsets in Philox blocks; NULL: the single key below */
   uint64_t seed, offset;      /* the key when pairs is NULL */
@@ -40,11 +40,23 @@ typedef struct {
   rngx_operand out, in;
 } rngx_job;
 
+/* The job's dims with size-1 dims dropped and each dim merged into its inner neighbour where, for both
+ * operands, stepping the outer dim is the same as running on along the inner one. Merging keeps row-major order,
+ * so logical indices are unchanged. At least one dim (a 0-dim job: one dim of size 1); the last is the row. The
+ * C and CUDA walks both start from this. */
+typedef struct {
+  int nd;
+  int64_t size[RNGX_MAX_DIMS];
+  int64_t so[RNGX_MAX_DIMS], si[RNGX_MAX_DIMS]; /* out and in strides, in elements; si is 0 without an input */
+} rngx_layout;
+
+void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l);
+
 /* Words each element takes from its key's stream: 2 for float64 and 64-bit bits, else 1. */
 int rngx_words_per_element(rngx_dtype dtype);
 
-/* The key of key run q (logical elements [q * event, (q + 1) * event)). */
-void rngx_key_of_run(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset);
+/* The key of segment q (logical elements [q * event, (q + 1) * event)). */
+void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset);
 
 /* The numbers an op's loop reads, derived once from its arguments (docs/stream.md) by the functions below, for
  * the C and the CUDA kernels alike: both then compute the same bits. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream.h"
+#include "philox.h"
 
 static const char *const names[RNGX_SIMD_COUNT] = {"scalar", "avx2", "avx512"};
 
@@ -62,7 +62,14 @@ int rngx_simd_select(rngx_simd path) {
   return 0;
 }
 
-void rngx_fill_blocks(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out) {
+void rngx_blocks_scalar(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out) {
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const rngx_ctr c = rngx_block(seed, block + (uint64_t)b);
+    memcpy(out + 4 * b, c.v, sizeof c.v);
+  }
+}
+
+rngx_blocks_fn rngx_simd_blocks(rngx_simd path) {
   static const rngx_blocks_fn paths[RNGX_SIMD_COUNT] = {
 #if RNGX_X86_SIMD
       rngx_blocks_scalar, rngx_blocks_avx2, rngx_blocks_avx512,
@@ -70,5 +77,5 @@ void rngx_fill_blocks(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *
       rngx_blocks_scalar, rngx_blocks_scalar, rngx_blocks_scalar, /* never selected: not supported */
 #endif
   };
-  if (nblocks > 0) paths[rngx_simd_active()](seed, block, nblocks, out);
+  return paths[path];
 }

@@ -33,6 +33,8 @@ int rngx_simd_select(rngx_simd path);
 /* out[4*b .. 4*b+3] = block (block + b) of seed's stream, b < nblocks; block numbers wrap modulo 2^64.
  * One per path; rngx_fill_blocks (stream.h) calls the active one. */
 typedef void (*rngx_blocks_fn)(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);
+/* The block function of a supported path. */
+rngx_blocks_fn rngx_simd_blocks(rngx_simd path);
 void rngx_blocks_scalar(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);
 #if RNGX_X86_SIMD
 void rngx_blocks_avx2(uint64_t seed, uint64_t block, int64_t nblocks, uint32_t *out);

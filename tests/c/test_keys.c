@@ -1,7 +1,7 @@
 /* Key derivation and key lookup (ops.h): rngx_split and rngx_fold_in against a per-key reference written from
  * the spec (reference.h: child d of key (s, o) = (r0 | r1 << 32, r2 | r3 << 32), r = block(s, o + d), block
  * numbers mod 2^64), with offsets near 2^64 so o + d wraps, fold_in(d) == split(d + 1)[d], data of one value
- * (stride 0) or one per key, exact-size and sentinel-checked outputs; and rngx_key_of_run against the reference's
+ * (stride 0) or one per key, exact-size and sentinel-checked outputs; and rngx_key_of_segment against the reference's
  * multi-index lookup for several key_dims / key_strides (broadcast dims included). */
 #include <stdint.h>
 #include <stdio.h>
@@ -156,8 +156,8 @@ static void check_fold_in(void) {
   for (int w = 0; w < 2 + GUARD; ++w) CHECK_EQ_I64(out[w], SENT);
 }
 
-/* rngx_key_of_run(job, q) is the key of element q * event, as the reference finds it from the multi-index. */
-static void check_key_of_run(void) {
+/* rngx_key_of_segment(job, q) is the key of element q * event, as the reference finds it from the multi-index. */
+static void check_key_of_segment(void) {
   static int64_t pairs[2 * 3 * 4 * 5 * 6];
   for (size_t w = 0; w < sizeof pairs / sizeof *pairs; ++w) pairs[w] = (int64_t)next_u64();
   const int64_t sizes[4] = {3, 4, 5, 6};
@@ -183,11 +183,11 @@ static void check_key_of_run(void) {
       long bad = 0;
       for (int64_t q = 0; q < runs; ++q) {
         uint64_t seed = 1, offset = 1;
-        rngx_key_of_run(&job, q, &seed, &offset);
+        rngx_key_of_segment(&job, q, &seed, &offset);
         const ref_key want = ref_key_of(&job, q * event);
         bad += seed != want.seed || offset != want.offset || want.j != 0;
       }
-      CHECK_MSG(bad == 0, "    key_of_run: config %zu, by value %d: %ld runs wrong\n", c, by_value, bad);
+      CHECK_MSG(bad == 0, "    key_of_segment: config %zu, by value %d: %ld runs wrong\n", c, by_value, bad);
     }
 }
 
@@ -199,6 +199,6 @@ int main(void) {
 #endif
   check_split();
   check_fold_in();
-  check_key_of_run();
+  check_key_of_segment();
   return check_summary();
 }
