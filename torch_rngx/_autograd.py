@@ -167,8 +167,10 @@ def draw(kind, x, owner, dtype, *params):
         return _KERNELS[kind](x, _draw(owner, x.numel(), dtype), *params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
-    if owner is None or not _replay.plain_eager():
+    if not _replay.plain_eager():  # the ops journal the draw for a checkpoint, or refuse to draw again
         key = _draw(owner, x.numel(), dtype)
+    elif owner is None:
+        key = _ops.fresh_seed()
     else:
         key = _ops.advance(owner, (x.numel() * functional._WORDS[dtype] + 3) // 4)  # blocks_used, checked
     return _eager(kind, x, key, params)

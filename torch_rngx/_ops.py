@@ -148,14 +148,16 @@ def _(state, blocks):
 
 
 # ---- seed_state: [seed, 0] with a fresh seed from torch's default CPU generator ----
+def fresh_seed():
+    """[s, 0] with 63 random bits s from torch's default CPU generator (torch.manual_seed reproduces them)."""
+    state = torch.zeros(2, dtype=torch.int64)
+    state[:1].random_()
+    return state
+
+
 @torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")
 def _(*args, **kwargs):
-    def fresh():
-        state = torch.zeros(2, dtype=torch.int64)
-        state[0].random_()  # 63 random bits; torch.manual_seed makes the sequence of seeds reproducible
-        return state
-
-    return _replay.draw(None, fresh)
+    return _replay.draw(None, fresh_seed)
 
 
 @torch.library.register_fake("rngx::seed_state")
