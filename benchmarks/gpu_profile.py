@@ -8,21 +8,33 @@ Philox arithmetic from memory traffic. Times (CUDA events, median of 20) at 2^28
   torch.rand_like: cuRAND Philox with its own launch shape
 
 and, when Nsight Compute (ncu) is installed, its SM-throughput and DRAM-throughput percentages for our uniform
-kernel. Usage: python3 benchmarks/gpu_profile.py (builds nothing: run benchmarks/gpu_check.py first)."""
-import json, os, shutil, statistics, subprocess, sys
+kernel. Usage: python3 benchmarks/gpu_profile.py (builds nothing: run benchmarks/gpu_check.py, or
+USE_CUDA=1 python3 setup.py build_ext --inplace, first)."""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
 
 import torch
 
-import torch_rngx
-from torch_rngx import functional as F
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the in-place build
+
+import torch_rngx  # noqa: E402
+from torch_rngx import functional as F  # noqa: E402
 
 
 def timed(fn, reps=20):
-    fn(); torch.cuda.synchronize()
+    fn()
+    torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize()
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
         times.append(a.elapsed_time(b))
     return statistics.median(times)
 
