@@ -3,7 +3,7 @@
 // An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
 // (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).
 // Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
-// covers a group that starts a key's run or lies inside one with its first word on lane 0. Elements, words and
+// covers a group that starts a key's segment or lies inside one with its first word on lane 0. Elements, words and
 // offsets are 64-bit throughout.
 #ifndef RNGX_LAYOUTS_CUH
 #define RNGX_LAYOUTS_CUH
@@ -22,7 +22,9 @@ namespace rngx {
 #endif
 
 constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride beyond this
+// Grid-stride beyond this many blocks (a few waves on any GPU of the A100's size or larger): each thread then
+// makes several groups, so its start-up (indices, the key) is paid once for many Philox blocks.
+constexpr int64_t kMaxBlocks = 4096;
 
 // The job's keys (rngx_keys) by value: the [seed, offset] pairs are read from device memory by the kernel
 // itself (CUDA-graph safe), or the single key is passed by value (pairs == nullptr).
@@ -77,12 +79,20 @@ __device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint
   for (int j = 0; j < 4 * K; ++j) w[j] = s == 1 ? a[j + 1] : s == 2 ? a[j + 2] : a[j + 3];
 }
 
-// The words of logical elements i0 .. i0 + 3: from one key's run when they lie in one, else element by element.
+// The key of a job with one key (key_dims == 0), read once per thread; zeros otherwise.
+__device__ __forceinline__ void single_key(const Keys &keys, uint64_t &seed, uint64_t &offset) {
+  seed = offset = 0;
+  if (keys.key_dims == 0) keys.key_of_segment(0, seed, offset);
+}
+
+// The words of logical elements i0 .. i0 + 3: from one key's segment when they lie in one, else element by
+// element. (seed0, offset0): the job's key when it has one key.
 template <int K>
-__device__ __forceinline__ void group_words(const Keys &keys, int64_t i0, uint32_t (&w)[4 * K]) {
+__device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, uint64_t offset0, int64_t i0,
+                                            uint32_t (&w)[4 * K]) {
   const int64_t q = keys.key_dims == 0 ? 0 : i0 / keys.event, j = i0 - q * keys.event;
-  uint64_t seed, offset;
-  keys.key_of_segment(q, seed, offset);
+  uint64_t seed = seed0, offset = offset0;
+  if (keys.key_dims != 0) keys.key_of_segment(q, seed, offset);
   if (j + 4 <= keys.event) {
     fetch_words<K>(seed, offset, (uint64_t)K * (uint64_t)j, w);
     return;
@@ -132,6 +142,8 @@ template <class Op>
 __global__ void __launch_bounds__(kThreads)
     contiguous_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, bool wide) {
   using T = typename Op::T;
+  uint64_t seed0, offset0;
+  single_key(keys, seed0, offset0);
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t i0 = 4 * g;
@@ -147,7 +159,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     uint32_t w[4 * Op::K];
-    group_words<Op::K>(keys, i0, w);
+    group_words<Op::K>(keys, seed0, offset0, i0, w);
 #pragma unroll  // constant j keeps w in registers
     for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + Op::K * j);
     if (full) {
@@ -173,6 +185,8 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
                                                               const typename Op::T *in, Transposed g) {
   using T = typename Op::T;
   __shared__ T tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
+  uint64_t seed0, offset0;
+  single_key(keys, seed0, offset0);
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
   const int vc = t >> 3, vl = (t & 7) * 4;  // this thread's value group: column vc, rows vl .. vl + 3
   for (int64_t n = blockIdx.z; n < g.N; n += gridDim.z)
@@ -185,7 +199,7 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
         if (c0 + vc < g.C) {
           const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
           uint32_t w[4 * Op::K];
-          group_words<Op::K>(keys, i0, w);
+          group_words<Op::K>(keys, seed0, offset0, i0, w);
 #pragma unroll
           for (int j = 0; j < 4; ++j)
             if (l0 + vl + j < g.L) tile[vl + j][vc] = op(Op::kReads ? tile[vl + j][vc] : T(), w + Op::K * j);
@@ -213,12 +227,14 @@ template <class Op>
 __global__ void __launch_bounds__(kThreads)
     strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, rngx_layout g) {
   using T = typename Op::T;
+  uint64_t seed0, offset0;
+  single_key(keys, seed0, offset0);
   const int last = g.nd - 1;
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
     uint32_t w[4 * Op::K];
-    group_words<Op::K>(keys, i0, w);
+    group_words<Op::K>(keys, seed0, offset0, i0, w);
     int64_t po, pi, inner = 0;
     locate(g, i0, po, pi, inner);
 #pragma unroll
