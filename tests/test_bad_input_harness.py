@@ -146,8 +146,11 @@ def cases():
         "uniform_like": (lambda x, s: torch_rngx.uniform_like(x, 0.0, 1.0), "x"),
         "quantize": (lambda x, s: torch_rngx.quantize(x), "x"),
         "quantize_dequantize": (lambda x, s: torch_rngx.quantize(x, "dequantize"), "x"),
-        "dropout": (lambda x, s: torch_rngx.dropout(x, 0.5), "x"),
-        "nn.Dropout": (lambda x, s: torch_rngx.nn.Dropout(0.5)(x), "x"),
+        "dropout": (lambda x, s: torch_rngx.dropout(x, 0.5), "input"),  # torch's argument names
+        "nn.Dropout": (lambda x, s: torch_rngx.nn.Dropout(0.5)(x), "input"),
+        "dropout2d": (lambda x, s: torch_rngx.dropout2d(x, 0.5), "input"),
+        "nn.AlphaDropout": (lambda x, s: torch_rngx.nn.AlphaDropout(0.5)(x), "input"),
+        "F.feature_dropout": (lambda x, s: F.feature_dropout(x, s, 0.5), "x"),
         "ops.uniform": (lambda x, s: ops.uniform(x, s, 0.0, 1.0, None), "like"),
         "ops.quantize_noise": (lambda x, s: ops.quantize_noise(x, s, 0.5), "x"),
         "ops.dropout": (lambda x, s: ops.dropout(x, s, 0.5), "x"),
@@ -285,6 +288,8 @@ def cases():
         add(f"quantize[generator={kind}]", lambda gen=gen: torch_rngx.quantize(x32(), generator=gen), ("generator",))
         add(f"dropout[generator={kind}]", lambda gen=gen: torch_rngx.dropout(x32(), generator=gen), ("generator",))
         add(f"nn.Dropout[generator={kind}]", lambda gen=gen: torch_rngx.nn.Dropout(generator=gen)(x32()),
+            ("generator",))
+        add(f"dropout3d[generator={kind}]", lambda gen=gen: torch_rngx.dropout3d(x32(), generator=gen),
             ("generator",))
 
     # ---- quantize's mode and means ----

@@ -5,7 +5,9 @@ from ._ops import ops  # noqa: F401
 from ._replay import checkpoint_context
 from .functional import blocks_used
 from .generator import Generator
-from .random import dropout, quantize, rand_like, uniform_like
+from .random import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout, quantize,
+                     rand_like, uniform_like)
 
-__all__ = ["Generator", "blocks_used", "checkpoint_context", "dropout", "functional", "nn", "quantize", "rand_like", "testing", "uniform_like"]
+__all__ = ["Generator", "alpha_dropout", "blocks_used", "checkpoint_context", "dropout", "dropout1d", "dropout2d",
+           "dropout3d", "feature_alpha_dropout", "functional", "nn", "quantize", "rand_like", "testing", "uniform_like"]
 __version__ = "0.2.0"

@@ -167,13 +167,54 @@ def draw(kind, x, owner, dtype, *params):
         return _KERNELS[kind](x, _draw(owner, x.numel(), dtype), *params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
+    return _eager(kind, x, _eager_key(owner, x.numel(), dtype), params)
+
+
+def key_for(x, owner, numel, dtype):
+    """The key for a stateful call that draws `numel` elements of `dtype` and applies them to x in its own way
+    (channel and alpha dropout); under torch.func.vmap it follows the randomness flag (KeyDraw.vmap)."""
+    if torch.compiler.is_compiling():
+        return _draw(owner, numel, dtype)
+    if torch._C._functorch.peek_interpreter_stack() is not None:
+        return KeyDraw.apply(x, owner, numel, dtype)
+    return _eager_key(owner, numel, dtype)
+
+
+def _eager_key(owner, numel, dtype):
     if not _replay.plain_eager():  # the ops journal the draw for a checkpoint, or refuse to draw again
-        key = _draw(owner, x.numel(), dtype)
-    elif owner is None:
-        key = _ops.fresh_seed()
-    else:
-        key = _ops.advance(owner, (x.numel() * functional._WORDS[dtype] + 3) // 4)  # blocks_used, checked
-    return _eager(kind, x, key, params)
+        return _draw(owner, numel, dtype)
+    if owner is None:
+        return _ops.fresh_seed()
+    return _ops.advance(owner, (numel * functional._WORDS[dtype] + 3) // 4)  # blocks_used, arguments checked
+
+
+class KeyDraw(torch.autograd.Function):
+    """A key drawn now, for torch.func: x only tells vmap the batch. "error" raises; "same" draws once and every row
+    shares the key; "different" draws once for the whole batch and row v takes split(key, batch)[v]."""
+
+    @staticmethod
+    def forward(x, owner, numel, dtype):
+        return _draw(owner, numel, dtype)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output)
+
+    @staticmethod
+    def backward(ctx, _):
+        return None, None, None, None
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        return None
+
+    @staticmethod
+    def vmap(info, in_dims, x, owner, numel, dtype):
+        if info.randomness == "error":
+            raise RuntimeError(_RANDOMNESS_ERROR)
+        if info.randomness == "same":
+            return _draw(owner, numel, dtype), None
+        return ops.split(_draw(owner, numel * info.batch_size, dtype), info.batch_size), 0
 
 
 def _eager(kind, x, key, params):

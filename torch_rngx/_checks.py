@@ -240,3 +240,16 @@ def for_dropout(x, key, p):
     state(key, shape=x.shape)
     same_device(x, key)
     return probability(p)
+
+
+def for_feature(x, key, p, name="x"):
+    """Channel (feature) dropout: x has a batch and a channel dim; a batched key may vary along those two only."""
+    float_tensor(x, name)
+    if x.dim() < 2:
+        raise ValueError(f"{name} must have at least 2 dims (batch, channel, ...) for channel dropout, got {x.dim()}")
+    state(key, shape=x.shape)
+    if key.dim() > 3 and any(b != 1 for b in key.shape[2:-1]):
+        raise ValueError(f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
+                         f"decision per (batch, channel), so only the first two batch dims may be larger than 1")
+    same_device(x, key, name)
+    return probability(p)

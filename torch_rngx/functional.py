@@ -12,8 +12,10 @@ Keys:
     blocks_used(numel, dtype) -> int
 Samplers (like: the output's shape, strides and device):
     bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
-    quantize_noise(x, state, half), dropout(x, state, p)
+    quantize_noise(x, state, half), dropout(x, state, p),
+    feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
 """
+import math
 import operator
 
 import torch
@@ -93,3 +95,57 @@ def quantize_noise(x, state, half=0.5):
 def dropout(x, state, p):
     """Keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes the mask from `state`."""
     return _autograd.sample("dropout", x, state, _checks.for_dropout(x, state, p))
+
+
+# ---- channel and alpha dropout: compositions of the dropout stream (docs/stream.md, "Channel and alpha dropout") ----
+
+SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to alpha' = -SELU_ALPHA, like torch
+
+
+def feature_dropout(x, state, p):
+    """Channel dropout (torch's feature_dropout): one keep/drop decision per (n, c), from the dropout stream of an
+    (N, C) tensor, applied to the whole x[n, c]: x * m[n, c], m = 1/(1-p) or 0. A batched state may vary along
+    the first two dims only."""
+    return _feature_dropout(x, state, _checks.for_feature(x, state, p))
+
+
+def alpha_dropout(x, state, p):
+    """torch's alpha dropout with the dropout stream's mask: kept a*x + alpha*a*p, dropped -alpha*a*(1-p),
+    a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit variance."""
+    return _alpha_dropout(x, _mask_of(x, state, _checks.for_dropout(x, state, p)), p)
+
+
+def feature_alpha_dropout(x, state, p):
+    """alpha_dropout with one decision per (n, c), as feature_dropout."""
+    p = _checks.for_feature(x, state, p)
+    return _alpha_dropout(x, _channel_mask(x, state, p), p)
+
+
+def _channel_mask(x, key, p):
+    """m[n, c] = dropout of ones (x's dtype) with the key, shaped (N, C, 1, ...) to broadcast over x[n, c]."""
+    n, c = x.shape[0], x.shape[1]
+    if key.dim() > 1:  # (B0, B1, 1, ..., 2): the key of each (n, c) segment of the (N, C) mask
+        key = key.reshape(key.shape[0], key.shape[1], 2)
+    m = _autograd.sample("dropout", x.new_ones((n, c)), key, p)
+    return m.view(n, c, *([1] * (x.dim() - 2)))
+
+
+def _mask_of(x, key, p):
+    return _autograd.sample("dropout", torch.ones_like(x), key, p)
+
+
+def _feature_dropout(x, key, p):
+    if p == 1:  # as torch: x * 0 (NaN stays NaN)
+        return x * 0
+    return x * _channel_mask(x, key, p)
+
+
+def _alpha_dropout(x, m, p):
+    """m: the dropout of ones (1/(1-p) where kept, 0 where dropped), any shape broadcasting to x. The arithmetic
+    is torch's, in x's dtype: b = (keep - 1) * alpha * a + alpha * a * p; x * (keep * a) + b."""
+    if p == 1:
+        return x * 0
+    a = 1.0 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
+    keep = (m != 0).to(x.dtype)
+    b = (keep - 1) * (SELU_ALPHA * a) + SELU_ALPHA * a * p
+    return x * (keep * a) + b

@@ -1,10 +1,12 @@
 """Stateful functions, like torch's: each call takes its key from a Generator or an nn.RNG module (advancing
 it), or, with generator=None, draws a fresh seed from torch's default CPU generator, so torch.manual_seed
 reproduces the sequence in eager and compiled code alike."""
+import warnings
+
 import torch
 
-from . import _checks
-from ._autograd import draw
+from . import _checks, functional
+from ._autograd import draw, key_for
 from .generator import owner_of
 
 
@@ -44,15 +46,103 @@ def quantize(x, mode="noise", means=None, *, generator=None):
     return y if means is None else y + means
 
 
-def dropout(x, p=0.5, training=True, *, generator=None):
-    """Like torch.nn.functional.dropout; the identity (drawing nothing) when not training."""
-    return dropout_from(x, p, training, owner_of(generator))
+# ---- the dropout family, with torch.nn.functional's signatures (plus keyword-only generator=) ----
+
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """torch.nn.functional.dropout: each element kept (scaled by 1/(1-p)) iff its u >= p; the identity, drawing
+    nothing, when not training. inplace=True writes the result into input and returns input."""
+    return dropout_from("dropout", input, p, training, inplace, owner_of(generator))
 
 
-def dropout_from(x, p, training, owner):
-    """dropout drawing from `owner`: a state tensor advanced in place, or None for torch's generator."""
-    _checks.float_tensor(x)
+def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """torch.nn.functional.dropout1d: one decision per (n, c) of an (N, C, L) input, or per channel of (C, L)."""
+    return dropout_from("dropout1d", input, p, training, inplace, owner_of(generator))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """torch.nn.functional.dropout2d: one decision per (n, c) of an (N, C, H, W) input; torch's warnings for
+    other ranks (a 3D input is taken as (N, C, L), as torch does)."""
+    return dropout_from("dropout2d", input, p, training, inplace, owner_of(generator))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """torch.nn.functional.dropout3d: one decision per (n, c) of an (N, C, D, H, W) input, or per channel of
+    (C, D, H, W)."""
+    return dropout_from("dropout3d", input, p, training, inplace, owner_of(generator))
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None):
+    """torch.nn.functional.alpha_dropout (note: training defaults to False, as in torch)."""
+    return dropout_from("alpha_dropout", input, p, training, inplace, owner_of(generator))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None):
+    """torch.nn.functional.feature_alpha_dropout: alpha dropout with one decision per (n, c)."""
+    return dropout_from("feature_alpha_dropout", input, p, training, inplace, owner_of(generator))
+
+
+def dropout_from(kind, x, p, training, inplace, owner):
+    """The dropout family drawing from `owner` (a state tensor advanced in place, or None for torch's
+    generator). Draws nothing when not training or x is empty, as torch."""
+    _checks.float_tensor(x, "input")
     p = _checks.probability(p)
+    if not isinstance(training, bool) or not isinstance(inplace, bool):
+        raise TypeError(f"training and inplace must be bools, got {type(training).__name__} and "
+                        f"{type(inplace).__name__}")
+    if kind in _CHANNEL_RANKS:
+        batched = _channel_rank(kind, x.dim())
+        out = _channel(kind, x if batched else x.unsqueeze(0), p, training, owner)
+        out = out if batched else out.squeeze(0)
+    elif not training:
+        out = x
+    elif kind == "dropout":
+        out = draw("dropout", x, owner, x.dtype, p)
+    else:  # alpha_dropout
+        key = key_for(x, owner, x.numel(), x.dtype)
+        out = functional._alpha_dropout(x, functional._mask_of(x, key, p), p)
+    if inplace and out is not x:
+        return x.copy_(out)
+    return out
+
+
+def _channel(kind, x, p, training, owner):
     if not training:
         return x
-    return draw("dropout", x, owner, x.dtype, p)
+    if x.dim() < 2:
+        raise RuntimeError(f"{kind}: channel dropout needs at least 2 dims (batch, channel), got a {x.dim()}D input")
+    key = key_for(x, owner, x.shape[0] * x.shape[1], x.dtype)
+    if kind == "feature_alpha_dropout":
+        return functional._alpha_dropout(x, functional._channel_mask(x, key, p), p)
+    return functional._feature_dropout(x, key, p)
+
+
+# kind -> (batched rank, unbatched rank or None, torch's check): torch's rank rules and messages, exactly.
+_CHANNEL_RANKS = {"dropout1d": (3, 2), "dropout2d": (4, None), "dropout3d": (5, 4), "feature_alpha_dropout": None}
+
+
+def _channel_rank(kind, dim):
+    """Whether x is batched (else it gets a batch dim of 1), after torch's checks and warnings for this rank."""
+    if kind == "feature_alpha_dropout":
+        return True
+    batched, unbatched = _CHANNEL_RANKS[kind]
+    if kind == "dropout1d" and dim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {dim}D input. Note that dropout1d exists to "
+            "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an "
+            "optional batch dimension (i.e. 2D or 3D inputs).")
+    spatial = batched - 2
+    if kind != "dropout1d" and dim not in (batched - 1, batched):
+        warnings.warn(
+            f"{kind}: Received a {dim}-D input to {kind}, which is deprecated and will result in an error in a "
+            f"future release. To retain the behavior and silence this warning, please use dropout instead. Note "
+            f"that {kind} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a "
+            f"channel dimension, and an optional batch dimension (i.e. {batched - 1}D or {batched}D inputs).",
+            stacklevel=4)
+    if kind == "dropout2d" and dim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+            "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
+            "instead.", stacklevel=4)
+    return unbatched is None or dim == batched  # torch adds a batch dim to anything but the batched rank
