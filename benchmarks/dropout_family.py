@@ -3,18 +3,12 @@
 nn.TransformerEncoder before and after torch_rngx.nn.convert, eager and torch.compile'd. Ratio = torch's time / ours
 (> 1: faster than torch)."""
 import copy
-import timeit
 
 import torch
 import torch.nn.functional as F
 
 import torch_rngx
-
-
-def _best(fn, budget):
-    fn()
-    n = max(1, int(budget / 20 / max(timeit.timeit(fn, number=1), 1e-7)))
-    return min(timeit.repeat(fn, number=n, repeat=5)) / n
+from per_call import best
 
 
 def _encoder():
@@ -36,8 +30,8 @@ def run(budget=0.6):
     rows = []
     x = torch.randn(32, 64, 32, 32, requires_grad=True)
     grad = torch.ones_like(x)
-    ours = _best(lambda: torch_rngx.dropout2d(x, 0.2).backward(grad), budget)
-    theirs = _best(lambda: F.dropout2d(x, 0.2).backward(grad), budget)
+    ours = best(lambda: torch_rngx.dropout2d(x, 0.2).backward(grad), budget)
+    theirs = best(lambda: F.dropout2d(x, 0.2).backward(grad), budget)
     rows.append({"what": "dropout2d fwd+bwd, (32, 64, 32, 32) float32", "against": "F.dropout2d",
                  "ours_ms": ours * 1e3, "theirs_ms": theirs * 1e3, "ratio": theirs / ours, "target": 2.0})
     tokens = torch.randn(16, 128, 256)
@@ -49,7 +43,7 @@ def run(budget=0.6):
         for model in (converted, original):
             torch._dynamo.reset()
             stepped = torch.compile(model, fullgraph=True) if compiled else model
-            times.append(_best(_step(stepped, tokens, torch.optim.SGD(model.parameters(), lr=1e-3)), budget))
+            times.append(best(_step(stepped, tokens, torch.optim.SGD(model.parameters(), lr=1e-3)), budget))
         rows.append({"what": f"TransformerEncoder(4 x 256) training step, {'compiled' if compiled else 'eager'}",
                      "against": "the unconverted model", "ours_ms": times[0] * 1e3, "theirs_ms": times[1] * 1e3,
                      "ratio": times[1] / times[0], "target": 1.0})

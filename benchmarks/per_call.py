@@ -14,7 +14,8 @@ import torch_rngx
 EAGER_TARGET, COMPILED_TARGET = 1.5, 1.1
 
 
-def _best(fn, budget):
+def best(fn, budget):
+    """Seconds per call: the best of 5 repeats of about budget/20 seconds each."""
     fn()
     n = max(1, int(budget / 20 / max(timeit.timeit(fn, number=1), 1e-7)))
     return min(timeit.repeat(fn, number=n, repeat=5)) / n
@@ -75,8 +76,8 @@ def run(budget=0.4, sizes=(10, 14)):
         for log2 in sizes:
             for target, cases in ((EAGER_TARGET, _cases(1 << log2)), (COMPILED_TARGET, _compiled_cases(1 << log2))):
                 for ours_name, torch_name, ours, theirs in cases:
-                    t_ours, t_torch = _best(ours, budget), _best(theirs, budget)
-                    t_ours = min(t_ours, _best(ours, budget))  # the two alternate: noise only ever adds time
+                    t_ours, t_torch = best(ours, budget), best(theirs, budget)
+                    t_ours = min(t_ours, best(ours, budget))  # the two alternate: noise only ever adds time
                     ratio = t_ours / t_torch
                     rows.append({"call": ours_name, "against": torch_name, "numel": f"2^{log2}",
                                  "ours_us": round(t_ours * 1e6, 2), "torch_us": round(t_torch * 1e6, 2),

@@ -129,6 +129,16 @@ def test_channel_dropout_backward_is_the_same_mask():
     assert torch.equal(x.grad, out.detach() / x.detach())
 
 
+def test_channel_dropout_keeps_only_the_key_for_backward():
+    saved = []
+    x = _x("dropout2d").requires_grad_()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+        out = _call("dropout2d", x * 1, 0.5)
+    assert saved == [2]  # the key; the (N, C) scale is made again in backward
+    out.backward(torch.ones_like(out))
+    assert torch.equal(x.grad, _call("dropout2d", torch.ones_like(x), 0.5))
+
+
 def test_feature_dropout_per_sample_keys():
     x = _x("dropout2d")
     keys = F.split(F.key(5), x.shape[0]).view(-1, 1, 1, 1, 2)

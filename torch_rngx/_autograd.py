@@ -217,6 +217,30 @@ class KeyDraw(torch.autograd.Function):
         return ops.split(_draw(owner, numel * info.batch_size, dtype), info.batch_size), 0
 
 
+def plain_eager_grad(x):
+    """Plain eager code (not compiled, not inside a torch.func transform) where a gradient can flow to x."""
+    return (x.requires_grad and torch.is_grad_enabled() and not torch.compiler.is_compiling()
+            and torch._C._functorch.peek_interpreter_stack() is None)
+
+
+class ChannelDropout(torch.autograd.Function):
+    """x * m[n, c] (functional.feature_dropout) keeping only the key for backward, which makes m again: N * C
+    words, against the N * C values autograd would otherwise keep."""
+
+    @staticmethod
+    def forward(ctx, x, key, p):
+        ctx.save_for_backward(key)
+        ctx.p, ctx.like = p, x.new_empty(()).expand(x.shape)  # x's shape and dtype, one element of storage
+        return x * functional._channel_mask(x, key, p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (key,) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # a double backward differentiates this too
+            return ChannelDropout.apply(grad, key, ctx.p), None, None
+        return grad * functional._channel_mask(ctx.like, key, ctx.p), None, None
+
+
 def _eager(kind, x, key, params):
     """Plain eager: an autograd node only when a gradient can flow; the op below autograd, skipping the dispatch
     through its registered formula (about half an op call on a small tensor)."""

@@ -137,6 +137,8 @@ def _mask_of(x, key, p):
 def _feature_dropout(x, key, p):
     if p == 1:  # as torch: x * 0 (NaN stays NaN)
         return x * 0
+    if _autograd.plain_eager_grad(x):  # backward recomputes the (N, C) scale from the key
+        return _autograd.ChannelDropout.apply(x, key, p)
     return x * _channel_mask(x, key, p)
 
 
