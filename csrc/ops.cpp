@@ -1,6 +1,7 @@
 // CPU implementations of the rngx ops (schemas: torch_rngx/_ops.py). Unpacks tensors through PyTorch's
 // stable ABI, allocates outputs exactly as the fake kernels do, and runs the C kernels on torch's
 // intra-op thread pool. Every argument is checked again here, so direct torch.ops.rngx calls cannot crash.
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -70,6 +71,43 @@ Tensor quantize_noise(Tensor x, Tensor state, double half) {
   return out;
 }
 
+// The eager fast path's Generator step (torch_rngx/_autograd.py: draw): the key is the state before the step,
+// then the offset moves past the call's blocks. Checked before it moves; the caller serializes steps of a state.
+std::array<int64_t, 2> step(Tensor& state, int64_t numel, rngx_dtype dt) {
+  STD_TORCH_CHECK(state.defined() && state.scalar_type() == ScalarType::Long && state.dim() == 1 &&
+                      state.size(0) == 2 && state.is_cpu() && state.is_contiguous(),
+                  "rngx: state must be a Generator's: an int64 CPU tensor of shape (2,) = [seed, offset]");
+  auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
+  const std::array<int64_t, 2> key{s[0], s[1]};
+  const uint64_t blocks = (static_cast<uint64_t>(numel) * rngx_words_per_element(dt) + 3) / 4;
+  s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // unsigned: wraps modulo 2^64
+  return key;
+}
+
+Tensor uniform_from_(Tensor state, Tensor like, double low, double high, std::optional<ScalarType> dtype) {
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = uniform_params(low, high, dt);
+  Tensor out = empty_like(like, dtype);
+  const std::array<int64_t, 2> key = step(state, out.numel(), dt);
+  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
+  return out;
+}
+
+Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
+  check_input(x);
+  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
+  const rngx_params params = noise_params(half, dt);
+  Tensor out = empty_like(x, std::nullopt);
+  const std::array<int64_t, 2> key = step(state, out.numel(), dt);
+  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
+  const rngx_job job = make_job(keys, dt, out, &x);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
+  return out;
+}
+
 Tensor dropout(Tensor x, Tensor state, double p) {
   check_cpu_state(state);
   check_input(x);
@@ -112,4 +150,6 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
   m.impl("dropout", TORCH_BOX(&dropout));
   m.impl("split", TORCH_BOX(&split));
   m.impl("fold_in", TORCH_BOX(&fold_in));
+  m.impl("uniform_from_", TORCH_BOX(&uniform_from_));
+  m.impl("quantize_noise_from_", TORCH_BOX(&quantize_noise_from_));
 }

@@ -117,3 +117,30 @@ class TestDropout:
     def test_keep_rate_close_to_one_minus_p(self):
         kept = (torch_rngx.dropout(torch.ones(100_000), 0.3, generator=torch_rngx.Generator(1)) != 0).float().mean()
         assert abs(float(kept) - 0.7) < 0.01
+
+
+# ---- the eager fast path: a CPU Generator's step and the op in one call (rngx::uniform_from_ and friends) ----
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("numel", [1, 7, 1024, (1 << 15) + 3])  # the last one takes the two-call path
+def test_fast_path_equals_step_then_op(dtype, numel):
+    x = torch.randn(numel).to(dtype).as_strided((numel,), (1,))
+    for offset in (0, (1 << 64) - 3):
+        g, twin = torch_rngx.Generator(5), torch_rngx.Generator(5)
+        for gen in (g, twin):
+            gen.set_state(torch.tensor([5, offset - (1 << 64) if offset >= 1 << 63 else offset]))
+        key = twin._take(torch_rngx.blocks_used(numel, dtype))
+        assert torch.equal(torch_rngx.uniform_like(x, -2.0, 3.0, generator=g), F.uniform(x, key, -2.0, 3.0))
+        assert torch.equal(g.state, twin.state)
+        key = twin._take(torch_rngx.blocks_used(numel, dtype))
+        assert torch.equal(torch_rngx.quantize(x, generator=g), F.quantize_noise(x, key, 0.5))
+        assert torch.equal(g.state, twin.state)
+
+
+def test_fast_path_ops_check_before_they_step():
+    g = torch_rngx.Generator(5)
+    with pytest.raises(RuntimeError, match="finite"):
+        torch_rngx.ops.uniform_from_(g.state, torch.zeros(3), 0.0, float("inf"), None)
+    with pytest.raises(RuntimeError, match="Generator's"):
+        torch_rngx.ops.quantize_noise_from_(g.state.float(), torch.zeros(3), 0.5)
+    assert g.state.tolist() == [5, 0]

@@ -162,11 +162,20 @@ def sample(kind, x, key, *params):
     return _eager(kind, x, key, params)
 
 
+_FUSED = {"uniform": ops.uniform_from_, "noise": ops.quantize_noise_from_}
+FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock through the kernel costs nothing
+
+
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
         return _KERNELS[kind](x, _draw(owner, x.numel(), dtype), *params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
+    if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu
+            and x.numel() <= FUSED_MAX and (kind == "uniform" or not (x.requires_grad and torch.is_grad_enabled()))
+            and _replay.plain_eager()):
+        with _ops.take_lock, torch._C._AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
+            return _FUSED[kind](owner, x, *params)
     return _eager(kind, x, _eager_key(owner, x.numel(), dtype), params)
 
 

@@ -89,6 +89,8 @@ def _as_float(v, name):
 
 def real(v, name):
     """A finite Python number (not a bool, not a tensor); returns it as float."""
+    if type(v) is float and _isfinite(v):  # the common case, without the ABC check below
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
     v = _as_float(v, name)

@@ -22,6 +22,10 @@ _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
 _lib.define("split(Tensor state, int num) -> Tensor")
 _lib.define("fold_in(Tensor state, Tensor data) -> Tensor")
 _lib.define("take_(Tensor(a!) state, SymInt blocks) -> Tensor")
+# The eager fast path: a CPU Generator's step and the op in one dispatcher call (no autograd: used only where no
+# gradient flows, and never traced; _autograd.draw).
+_lib.define("uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) -> Tensor")
+_lib.define("quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor")
 # Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
 # them: an ordered effect threads a token through every call, in program order.
 _lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
@@ -115,7 +119,7 @@ torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_contex
 # The lock makes the read and the advance one step, so threads sharing a Generator never get the same words
 # (docs/guarantees.md, "Threads"). The op is opaque to torch.compile, so the lock is never traced. Inside a
 # checkpointed region the key is journaled, and a recomputation replays it (_replay.py).
-_take_lock = threading.Lock()
+take_lock = threading.Lock()
 
 
 def _check_take(state, blocks):
@@ -129,7 +133,7 @@ def _check_take(state, blocks):
 
 def advance(state, blocks):
     """The key for one call, then the offset moved past its blocks: one step under the lock."""
-    with _take_lock:
+    with take_lock:
         taken = state.clone()
         state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
     return taken
@@ -145,6 +149,20 @@ def _(state, blocks):
 def _(state, blocks):
     _check_take(state, blocks)
     return torch.empty_like(state)
+
+
+@torch.library.register_fake("rngx::uniform_from_")
+def _(state, like, low, high, dtype=None):
+    _check_take(state, 0)
+    _checks.for_uniform(like, state, low, high, dtype)
+    return torch.empty_like(like, dtype=dtype)
+
+
+@torch.library.register_fake("rngx::quantize_noise_from_")
+def _(state, x, half):
+    _check_take(state, 0)
+    _checks.for_noise(x, state, half)
+    return torch.empty_like(x)
 
 
 # ---- seed_state: [seed, 0] with a fresh seed from torch's default CPU generator ----

@@ -26,6 +26,10 @@ def samples(device="cpu"):
     batched = torch.stack([state, state + 1, state + 2]).view(3, 1, 1, 2)  # a key per slice of dim 0
     yield ops.seed_state.default, ()
     yield ops.take_.default, (state.clone(), 8)
+    for dtype in FLOAT_DTYPES if torch.device(device).type == "cpu" else ():  # the CPU eager fast path's ops
+        x = torch.randn(3, 5, device=device).to(dtype)
+        yield ops.uniform_from_.default, (state.clone(), x, -1.5, 2.0, None)
+        yield ops.quantize_noise_from_.default, (state.clone(), x, 0.5)
     for size in ([], [0], [7], [3, 5], [2, 0, 3]):
         for dtype in (torch.int32, torch.int64, torch.uint8):
             yield ops.bits.default, (size, state, dtype)
