@@ -187,7 +187,7 @@ class TestSeedState:
         a, b = ops.seed_state(), ops.seed_state()
         torch.manual_seed(32)
         assert torch.equal(ops.seed_state(), a) and torch.equal(ops.seed_state(), b)
-        assert not torch.equal(a, b) and a[1] == 0
+        assert not torch.equal(a, b) and a.shape == (2,) and (a >= 0).all()  # [s, o], 63 random bits each
 
     def test_opcheck(self):
         torch.library.opcheck(ops.seed_state.default, ())

@@ -165,12 +165,11 @@ def _(state, x, half):
     return torch.empty_like(x)
 
 
-# ---- seed_state: [seed, 0] with a fresh seed from torch's default CPU generator ----
+# ---- seed_state: a fresh key [seed, offset] from torch's default CPU generator ----
 def fresh_seed():
-    """[s, 0] with 63 random bits s from torch's default CPU generator (torch.manual_seed reproduces them)."""
-    state = torch.zeros(2, dtype=torch.int64)
-    state[:1].random_()
-    return state
+    """A fresh key [s, o]: two draws of 63 random bits from torch's default CPU generator (torch.manual_seed
+    reproduces them), one tensor op."""
+    return torch.empty(2, dtype=torch.int64).random_()
 
 
 @torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")
