@@ -109,8 +109,10 @@ abi-check: $(SO) $(CUDA_VENV)/.stamp
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
+# Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it.
 interop: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py
+	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
 
 cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py
