@@ -4,6 +4,7 @@ import torch
 from conftest import make_state
 
 import torch_rngx
+from torch_rngx import _C
 from torch_rngx import functional as F
 
 
@@ -135,6 +136,39 @@ def test_fast_path_equals_step_then_op(dtype, numel):
         key = twin._take(torch_rngx.blocks_used(numel, dtype))
         assert torch.equal(torch_rngx.quantize(x, generator=g), F.quantize_noise(x, key, 0.5))
         assert torch.equal(g.state, twin.state)
+
+
+def _layouts_for_fast_path(dtype):
+    base = torch.randn(2, 3, 8, 9, generator=torch.Generator().manual_seed(3)).to(dtype)
+    return {"contiguous": base, "channels_last": base.to(memory_format=torch.channels_last),
+            "transposed": base.transpose(1, 3), "sliced": base[:, 1:, ::2, 2:7],
+            "expanded": base[:, :1].expand(2, 3, 8, 9)}
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("path", _C.simd_paths())
+def test_fast_path_in_every_layout_path_and_thread_count(path, threads):
+    """The one-call path equals the two-call path (key, then the functional op) computed on the scalar path and
+    one thread, in every layout, dtype, Philox path and thread count."""
+    before_path, before_threads = _C.simd(), torch.get_num_threads()
+    try:
+        for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            for name, x in _layouts_for_fast_path(dtype).items():
+                _C.set_simd("scalar")
+                torch.set_num_threads(1)
+                key = torch.tensor([77, 5])
+                want_u, want_q = F.uniform(x, key, -1.0, 2.0), F.quantize_noise(x, key, 0.5)
+                _C.set_simd(path)
+                torch.set_num_threads(threads)
+                g = torch_rngx.Generator(77).set_state(key)
+                got_u = torch_rngx.uniform_like(x, -1.0, 2.0, generator=g)
+                g.set_state(key)
+                got_q = torch_rngx.quantize(x, generator=g)
+                for got, want in ((got_u, want_u), (got_q, want_q)):
+                    assert got.stride() == want.stride() and torch.equal(got, want), (name, dtype)
+    finally:
+        _C.set_simd(before_path)
+        torch.set_num_threads(before_threads)
 
 
 def test_fast_path_ops_check_before_they_step():

@@ -122,6 +122,31 @@ def test_channel_dropout_in_any_layout():
         assert torch.equal(got, want) and got.stride() == (y * 1).stride()
 
 
+@pytest.mark.parametrize("name", ["dropout2d", "alpha_dropout", "feature_alpha_dropout"])
+def test_composites_in_every_layout_path_and_thread_count(name):
+    from torch_rngx import _C
+    base = _x(name)
+    want = _call(name, base, 0.4, True)
+    sliced = torch.zeros(base.shape[0], base.shape[1], 2 * base.shape[2], base.shape[3] + 1)[:, :, ::2, 1:]
+    sliced.copy_(base)
+    layouts = {"channels_last": base.to(memory_format=torch.channels_last),
+               "transposed": base.transpose(1, 3).contiguous().transpose(1, 3), "sliced": sliced,
+               "expanded": base[:1].expand(base.shape)}
+    before_path, before_threads = _C.simd(), torch.get_num_threads()
+    try:
+        for path in _C.simd_paths():
+            for threads in (1, 2, 3):
+                _C.set_simd(path)
+                torch.set_num_threads(threads)
+                for lname, y in layouts.items():
+                    expect = want if lname != "expanded" else _call(name, base[:1].expand(base.shape).contiguous(),
+                                                                     0.4, True)
+                    assert torch.equal(_call(name, y, 0.4, True), expect), (path, threads, lname)
+    finally:
+        _C.set_simd(before_path)
+        torch.set_num_threads(before_threads)
+
+
 def test_channel_dropout_backward_is_the_same_mask():
     x = _x("dropout2d").requires_grad_()
     out = _call("dropout2d", x, 0.5)
