@@ -30,7 +30,7 @@ def _per_row(key, n, row_dims):
 
 
 def _draw(owner, numel, dtype):
-    return ops.seed_state() if owner is None else ops.take_(owner, functional.blocks_used(numel, dtype))
+    return ops.seed_state() if owner is None else ops.take_(owner, functional.blocks_of(numel, dtype))
 
 
 _RANDOMNESS_ERROR = (
@@ -194,7 +194,7 @@ def _eager_key(owner, numel, dtype):
         return _draw(owner, numel, dtype)
     if owner is None:
         return _ops.fresh_seed()
-    return _ops.advance(owner, (numel * functional._WORDS[dtype] + 3) // 4)  # blocks_used, arguments checked
+    return _ops.advance(owner, functional.blocks_of(numel, dtype))
 
 
 class KeyDraw(torch.autograd.Function):

@@ -35,6 +35,11 @@ def blocks_used(numel, dtype):
         raise ValueError(f"numel must be >= 0, got {numel}")
     if dtype not in _WORDS:
         raise TypeError(f"dtype must be a float or integer dtype, got {dtype}")
+    return blocks_of(numel, dtype)
+
+
+def blocks_of(numel, dtype):
+    """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype."""
     return (numel * _WORDS[dtype] + 3) // 4
 
 

@@ -111,9 +111,7 @@ def convert(model, *, seed=None, generator=None):
             new.rng_state.copy_(fold_in(root, len(replaced)))
         new.train(module.training)
         parent_name, _, attr = name.rpartition(".")
-        state = next((b for b in module.buffers()), None)
-        new.to(state.device if state is not None else _device_of(model))
-        setattr(model.get_submodule(parent_name), attr, new)
+        setattr(model.get_submodule(parent_name), attr, new.to(_device_of(model)))
         replaced.append((name, type(module).__name__))
     return replaced
 

@@ -116,33 +116,35 @@ def _channel(kind, x, p, training, owner):
     return functional._feature_dropout(x, key, p)
 
 
-# kind -> (batched rank, unbatched rank or None, torch's check): torch's rank rules and messages, exactly.
-_CHANNEL_RANKS = {"dropout1d": (3, 2), "dropout2d": (4, None), "dropout3d": (5, 4), "feature_alpha_dropout": None}
+# The channel dropouts' batched rank (torch: dropout1d (N, C, L), dropout2d (N, C, H, W), dropout3d (N, C, D, H, W));
+# feature_alpha_dropout takes any rank >= 2 as batched.
+_CHANNEL_RANKS = {"dropout1d": 3, "dropout2d": 4, "dropout3d": 5, "feature_alpha_dropout": None}
 
 
 def _channel_rank(kind, dim):
     """Whether x is batched (else it gets a batch dim of 1), after torch's checks and warnings for this rank."""
-    if kind == "feature_alpha_dropout":
+    batched = _CHANNEL_RANKS[kind]
+    if batched is None:
         return True
-    batched, unbatched = _CHANNEL_RANKS[kind]
     if kind == "dropout1d" and dim not in (2, 3):
         raise RuntimeError(
             f"dropout1d: Expected 2D or 3D input, but received a {dim}D input. Note that dropout1d exists to "
             "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an "
             "optional batch dimension (i.e. 2D or 3D inputs).")
-    spatial = batched - 2
     if kind != "dropout1d" and dim not in (batched - 1, batched):
         warnings.warn(
             f"{kind}: Received a {dim}-D input to {kind}, which is deprecated and will result in an error in a "
             f"future release. To retain the behavior and silence this warning, please use dropout instead. Note "
-            f"that {kind} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a "
-            f"channel dimension, and an optional batch dimension (i.e. {batched - 1}D or {batched}D inputs).",
+            f"that {kind} exists to provide channel-wise dropout on inputs with {batched - 2} spatial dimensions, "
+            f"a channel dimension, and an optional batch dimension (i.e. {batched - 1}D or {batched}D inputs).",
             stacklevel=4)
-    if kind == "dropout2d" and dim == 3:
-        warnings.warn(
-            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
-            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
-            "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
-            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
-            "instead.", stacklevel=4)
-    return unbatched is None or dim == batched  # torch adds a batch dim to anything but the batched rank
+    if kind == "dropout2d":  # torch never adds a batch dim here; a 3D input is (N, C, L), with a warning
+        if dim == 3:
+            warnings.warn(
+                "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+                "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+                "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+                "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
+                "instead.", stacklevel=4)
+        return True
+    return dim == batched  # dropout1d and dropout3d add a batch dim to anything but the batched rank
