@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "glue.h"
+#include "kernels/convert.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -120,6 +121,89 @@ Tensor dropout(Tensor x, Tensor state, double p) {
   return out;
 }
 
+Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = normal_params(mean, std, dt);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_normal(&job, &params, b, e); });
+  return out;
+}
+
+Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
+                        std::optional<ScalarType> dtype) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = truncnorm_params(mean, std, a, b, dt);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b0, int64_t e) { rngx_truncnorm(&job, &params, b0, e); });
+  return out;
+}
+
+Tensor bernoulli(Tensor like, Tensor state, double p) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
+  const rngx_params params = rngx_dropout_params(p);
+  Tensor out = empty_like(like, std::nullopt);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
+  return out;
+}
+
+// p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw.
+template <class T, class ToFloat>
+bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
+  const Tensor c = p.is_contiguous() ? p : torch::stable::contiguous(p);
+  const T* v = static_cast<const T*>(c.const_data_ptr());
+  for (int64_t i = 0, n = c.numel(); i < n; ++i) {
+    const double x = to_float(v[i]);
+    if (!(x >= 0 && x <= 1)) return false;
+  }
+  return true;
+}
+
+Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  check_probabilities(like, p);
+  bool ok = true;
+  switch (dt) {
+    case RNGX_FLOAT16: ok = probabilities_in_range<uint16_t>(p, [](uint16_t h) { return rngx_f16_to_f32(h); }); break;
+    case RNGX_BFLOAT16: ok = probabilities_in_range<uint16_t>(p, [](uint16_t h) { return rngx_bf16_to_f32(h); }); break;
+    case RNGX_FLOAT32: ok = probabilities_in_range<float>(p, [](float f) { return f; }); break;
+    default: ok = probabilities_in_range<double>(p, [](double d) { return d; }); break;
+  }
+  STD_TORCH_CHECK(ok, "rngx.bernoulli: every p must be in [0, 1]");
+  const rngx_params params{};
+  Tensor out = empty_like(like, std::nullopt);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, &p);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
+  return out;
+}
+
+Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = randint_dtype(dtype);
+  const rngx_params params = randint_params(low, high, dtype);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_randint(&job, &params, b, e); });
+  return out;
+}
+
 Tensor split(Tensor state, int64_t num) {
   check_cpu_state(state);
   STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
@@ -148,6 +232,11 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
   m.impl("uniform", TORCH_BOX(&uniform));
   m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
   m.impl("dropout", TORCH_BOX(&dropout));
+  m.impl("normal", TORCH_BOX(&normal));
+  m.impl("truncated_normal", TORCH_BOX(&truncated_normal));
+  m.impl("bernoulli", TORCH_BOX(&bernoulli));
+  m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
+  m.impl("randint", TORCH_BOX(&randint));
   m.impl("split", TORCH_BOX(&split));
   m.impl("fold_in", TORCH_BOX(&fold_in));
   m.impl("uniform_from_", TORCH_BOX(&uniform_from_));

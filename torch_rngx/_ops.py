@@ -18,6 +18,12 @@ _lib.define("bits(SymInt[] size, Tensor state, ScalarType dtype) -> Tensor")
 _lib.define("uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None) -> Tensor")
 _lib.define("quantize_noise(Tensor x, Tensor state, float half) -> Tensor")
 _lib.define("dropout(Tensor x, Tensor state, float p) -> Tensor")
+_lib.define("normal(Tensor like, Tensor state, float mean, float std, ScalarType? dtype=None) -> Tensor")
+_lib.define("truncated_normal(Tensor like, Tensor state, float mean, float std, float a, float b, "
+            "ScalarType? dtype=None) -> Tensor")
+_lib.define("bernoulli(Tensor like, Tensor state, float p) -> Tensor")
+_lib.define("bernoulli_tensor(Tensor like, Tensor state, Tensor p) -> Tensor")
+_lib.define("randint(Tensor like, Tensor state, int low, int high, ScalarType dtype) -> Tensor")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
 _lib.define("split(Tensor state, int num) -> Tensor")
 _lib.define("fold_in(Tensor state, Tensor data) -> Tensor")
@@ -73,6 +79,50 @@ def _uniform_backward(ctx, grad):
 
 
 torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_context=_uniform_setup)
+
+
+# ---- normal, truncated_normal, bernoulli, randint: samples of a distribution, not differentiable (as uniform) ----
+@torch.library.register_fake("rngx::normal")
+def _(like, state, mean, std, dtype=None):
+    _checks.for_normal(like, state, mean, std, dtype)
+    return torch.empty_like(like, dtype=dtype)
+
+
+@torch.library.register_fake("rngx::truncated_normal")
+def _(like, state, mean, std, a, b, dtype=None):
+    _checks.for_truncated_normal(like, state, mean, std, a, b, dtype)
+    return torch.empty_like(like, dtype=dtype)
+
+
+@torch.library.register_fake("rngx::bernoulli")
+def _(like, state, p):
+    _checks.for_bernoulli(like, state, p)
+    return torch.empty_like(like)
+
+
+@torch.library.register_fake("rngx::bernoulli_tensor")
+def _(like, state, p):
+    _checks.for_bernoulli(like, state, p)
+    return torch.empty_like(like)
+
+
+@torch.library.register_fake("rngx::randint")
+def _(like, state, low, high, dtype):
+    _checks.for_randint(like, state, low, high, dtype)
+    return torch.empty_like(like, dtype=dtype)
+
+
+def _sample_backward(ctx, *grads):
+    return (None,) * ctx.n_inputs
+
+
+def _sample_setup(ctx, inputs, output):
+    ctx.n_inputs = len(inputs)
+    ctx.mark_non_differentiable(output)
+
+
+for _name in ("normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint"):
+    torch.library.register_autograd(f"rngx::{_name}", _sample_backward, setup_context=_sample_setup)
 
 
 # ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
