@@ -51,6 +51,28 @@ def samples(device="cpu"):
                 for p in (0.0, 0.3, 1.0):
                     yield ops.dropout.default, (x, state, p)
         yield ops.uniform.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
+        yield from _sampler_samples(dtype, state, batched, device)
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        for _, x in layouts(torch.float32, device):
+            yield ops.randint.default, (x, state, 0, 100, dtype)
+        yield ops.randint.default, (torch.empty(3, 4, 5, device=device), batched, 2, 9, dtype)
+
+
+def _sampler_samples(dtype, state, batched, device):
+    """normal, truncated_normal and bernoulli on every layout of one float dtype, with one key and batched."""
+    x = torch.randn(3, 4, 5, device=device).to(dtype)
+    yield ops.normal.default, (x, batched, 0.5, 2.0, None)
+    yield ops.truncated_normal.default, (x, batched, 0.0, 1.0, -2.0, 2.0, None)
+    yield ops.bernoulli.default, (x, batched, 0.3)
+    for _, x in layouts(dtype, device):
+        for requires_grad in (False, True):
+            x = x.detach().requires_grad_(requires_grad)
+            yield ops.normal.default, (x, state, 0.0, 1.0, None)
+            yield ops.truncated_normal.default, (x, state, 1.0, 0.5, 0.0, 2.5, None)
+            yield ops.bernoulli.default, (x, state, 0.3)
+            p = torch.rand(x.shape[-1:] if x.dim() else (), device=device).to(dtype).expand(x.shape)
+            yield ops.bernoulli_tensor.default, (x, state, p)
+    yield ops.normal.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
 
 
 def opcheck_all(device="cpu"):
