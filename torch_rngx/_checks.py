@@ -286,7 +286,7 @@ def for_normal(like, key, mean, std, dtype):
 
 def for_truncated_normal(like, key, mean, std, a, b, dtype):
     out_dtype = float_like(like, key, dtype)
-    mean, std = mean_std(mean, std, out_dtype, strict=True)
+    mean, std = mean_std(mean, std, torch.float64, strict=True)  # the truncated normal computes in double
     a, b = real(a, "a"), real(b, "b")
     if not a < b:
         raise ValueError(f"a must be < b, got a={a}, b={b}")
@@ -326,6 +326,15 @@ def for_bernoulli(like, key, p):
     if shape != like.shape:
         raise ValueError(f"p of shape {tuple(p.shape)} does not broadcast to like's shape {tuple(like.shape)}")
     return p.to(like.dtype).expand(like.shape)
+
+
+def probabilities(p):
+    """A tensor p's values all in [0, 1] (NaN refused), for the eager public functions on CPU tensors: a
+    data-dependent check, so neither the fake kernels nor compiled code make it (the CPU kernel checks again)."""
+    if (isinstance(p, torch.Tensor) and p.device.type == "cpu" and not torch.compiler.is_compiling()
+            and not bool(((p >= 0) & (p <= 1)).all())):
+        raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
+    return p
 
 
 RANDINT_DTYPES = {torch.uint8: (0, 1 << 8), torch.int8: (-(1 << 7), 1 << 7), torch.int16: (-(1 << 15), 1 << 15),

@@ -134,7 +134,7 @@ def truncated_normal(like, state, mean=0.0, std=1.0, a=-2.0, b=2.0, *, dtype=Non
 def bernoulli(like, state, p=0.5):
     """1 where u < p, else 0, in like's (float) dtype, with dropout's u: bernoulli(x, key, p) == (dropout(ones,
     key, p) == 0). `p` a probability or a tensor of them broadcastable to like's shape."""
-    p = _checks.for_bernoulli(like, state, p)
+    p = _checks.probabilities(_checks.for_bernoulli(like, state, p))
     if isinstance(p, torch.Tensor):
         return _autograd.sample("bernoulli_tensor", like, state, p)
     return _autograd.sample("bernoulli", like, state, p)

@@ -44,7 +44,7 @@ def bernoulli_like(x, p=0.5, *, generator=None):
     x. With a float p the mask is dropout's: bernoulli_like(x, p) == (dropout(ones_like(x), p) == 0) with the same
     key."""
     _checks.float_tensor(x)
-    p = _checks.for_bernoulli(x, torch.empty(2, dtype=torch.int64, device=x.device), p)
+    p = _checks.probabilities(_checks.for_bernoulli(x, torch.empty(2, dtype=torch.int64, device=x.device), p))
     kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
     return draw(kind, x, owner_of(generator), x.dtype, p)
 
