@@ -349,9 +349,13 @@ RANDINT_LOOP(randint8, uint8_t)
 RANDINT_LOOP(randint16, uint16_t)
 RANDINT_LOOP(randint32, uint32_t)
 
-static void randint64(const rngx_op *op, const rngx_span *r) {
-  uint64_t *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = op->p.low + rngx_randint64(op->p.range, r->w + 4 * j);
+static inline void randint64_loop(uint64_t low, uint64_t range, const uint32_t *w, int64_t n, uint64_t *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = low + rngx_randint64(range, w + 4 * j);
+}
+
+RNGX_CLONES static void randint64(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) randint64_loop(op->p.low, op->p.range, r->w, r->n, r->out, 1);
+  else randint64_loop(op->p.low, op->p.range, r->w, r->n, r->out, r->so);
 }
 
 /* ---- layout ---- */
