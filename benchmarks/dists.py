@@ -28,6 +28,17 @@ def _interleaved(fns, budget):
     return best
 
 
+def _func_random_normal():
+    """torch.func._random.normal on 2^24 float32 elements, or None where torch has no CPU kernel for it (< 2.14)."""
+    try:
+        from torch.func._random import key, normal
+        k = key(0)
+        normal(k, (4,))
+    except (ImportError, NotImplementedError, RuntimeError):
+        return None
+    return lambda: normal(k, (N,))
+
+
 def run(budget=0.6):
     x = torch.empty(N)
     g = torch_rngx.Generator(2024)
@@ -41,10 +52,9 @@ def run(budget=0.6):
 
     against = {"torch.randn_like": lambda: torch.randn_like(x)}
     targets = {"torch.randn_like": 2.0}
-    rnd = getattr(getattr(torch.func, "_random", None), "normal", None)
+    rnd = _func_random_normal()
     if rnd is not None:
-        k = torch.func._random.key(0)
-        against["torch.func._random.normal"] = lambda: rnd(k, (N,))
+        against["torch.func._random.normal"] = rnd
         targets["torch.func._random.normal"] = 4.0
     add("randn_like", lambda: torch_rngx.randn_like(x, generator=g), against, targets)
     add("bernoulli_like(p=0.3)", lambda: torch_rngx.bernoulli_like(x, 0.3, generator=g),
