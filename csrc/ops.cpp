@@ -159,16 +159,29 @@ Tensor bernoulli(Tensor like, Tensor state, double p) {
   return out;
 }
 
-// p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw.
+// p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value
+// once (broadcast dims, stride 0, are read at index 0 only).
 template <class T, class ToFloat>
 bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
-  const Tensor c = p.is_contiguous() ? p : torch::stable::contiguous(p);
-  const T* v = static_cast<const T*>(c.const_data_ptr());
-  for (int64_t i = 0, n = c.numel(); i < n; ++i) {
-    const double x = to_float(v[i]);
-    if (!(x >= 0 && x <= 1)) return false;
+  std::vector<int64_t> size, stride;
+  for (int64_t d = 0; d < p.dim(); ++d) {
+    if (p.size(d) == 0) return true;
+    if (p.stride(d) != 0 && p.size(d) != 1) size.push_back(p.size(d)), stride.push_back(p.stride(d));
   }
-  return true;
+  const T* v = static_cast<const T*>(p.const_data_ptr());
+  std::vector<int64_t> idx(size.size(), 0);
+  for (int64_t at = 0;;) {
+    const double x = to_float(v[at]);
+    if (!(x >= 0 && x <= 1)) return false;
+    int64_t d = static_cast<int64_t>(size.size()) - 1;
+    for (; d >= 0; --d) {  // odometer: the next element, in memory offsets
+      at += stride[d];
+      if (++idx[d] < size[d]) break;
+      at -= size[d] * stride[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return true;
+  }
 }
 
 Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p) {

@@ -330,11 +330,17 @@ def for_bernoulli(like, key, p):
 
 def probabilities(p):
     """A tensor p's values all in [0, 1] (NaN refused), for the eager public functions on CPU tensors: a
-    data-dependent check, so neither the fake kernels nor compiled code make it (the CPU kernel checks again)."""
+    data-dependent check, so neither the fake kernels, compiled code nor torch.func transforms make it (the CPU
+    kernel checks again)."""
     if (isinstance(p, torch.Tensor) and p.device.type == "cpu" and not torch.compiler.is_compiling()
-            and not bool(((p >= 0) & (p <= 1)).all())):
+            and torch._C._functorch.peek_interpreter_stack() is None and p.numel() and not _in_unit(p)):
         raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
     return p
+
+
+def _in_unit(p):
+    lo, hi = torch.aminmax(p)  # one pass; NaN propagates, and fails both comparisons
+    return bool(lo >= 0) and bool(hi <= 1)
 
 
 RANDINT_DTYPES = {torch.uint8: (0, 1 << 8), torch.int8: (-(1 << 7), 1 << 7), torch.int16: (-(1 << 15), 1 << 15),

@@ -310,18 +310,24 @@ static inline void bernoulli_pf32_loop(const uint32_t *w, int64_t n, float *o, i
   for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_u24(w[j]) < p[j * si] ? 1.0f : 0.0f;
 }
 
+/* p broadcast along the row (stride 0, the common case of a p per channel or a 0-dim p) gets its own copy. */
 RNGX_CLONES static void bernoulli_pf32(const rngx_op *op, const rngx_span *r) {
   (void)op;
   if (r->so == 1 && r->si == 1) bernoulli_pf32_loop(r->w, r->n, r->out, 1, r->in, 1);
+  else if (r->so == 1 && r->si == 0) bernoulli_pf32_loop(r->w, r->n, r->out, 1, r->in, 0);
   else bernoulli_pf32_loop(r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
-static inline void bernoulli_p16(rngx_dtype dt, const rngx_span *r) {
+static inline void bernoulli_p16_loop(rngx_dtype dt, const uint32_t *w, int64_t n, uint16_t *o, int64_t so,
+                                      const uint16_t *p, int64_t si) {
   const uint16_t one = dt == RNGX_FLOAT16 ? 0x3C00u : 0x3F80u;
-  const uint32_t *w = r->w;
-  const uint16_t *p = r->in;
-  uint16_t *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j) o[j * so] = rngx_u24(w[j]) < load16(dt, p[j * si]) ? one : 0;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_u24(w[j]) < load16(dt, p[j * si]) ? one : 0;
+}
+
+static inline void bernoulli_p16(rngx_dtype dt, const rngx_span *r) {
+  if (r->so == 1 && r->si == 1) bernoulli_p16_loop(dt, r->w, r->n, r->out, 1, r->in, 1);
+  else if (r->so == 1 && r->si == 0) bernoulli_p16_loop(dt, r->w, r->n, r->out, 1, r->in, 0);
+  else bernoulli_p16_loop(dt, r->w, r->n, r->out, r->so, r->in, r->si);
 }
 
 RNGX_CLONES static void bernoulli_pf16(const rngx_op *op, const rngx_span *r) { (void)op; bernoulli_p16(RNGX_FLOAT16, r); }
