@@ -1,38 +1,25 @@
-"""The rngx custom ops, in one place: schemas, fake kernels and autograd formulas.
+"""The rngx custom ops' Python side: fake kernels, autograd formulas, vmap rules, seed_state and take_'s journal.
 
-The CPU kernels are C (csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of
-its inputs: the stream position comes in as an explicit `state` tensor of [seed, offset] keys (int64 or
-uint64, offset in Philox blocks; shape (2,) or batched (*B, 2)), so eager, compiled and exported code compute
-the same bits. The one exception is `seed_state`, which draws a fresh
-seed from torch's default CPU generator; it is tagged nondeterministic_seeded so no compiler pass
-deduplicates or drops it.
+The schemas live in csrc/library.cpp (loading the shared library alone defines the ops); the CPU kernels are C
+(csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of its inputs: the stream position
+comes in as an explicit `state` tensor of [seed, offset] keys (int64 or uint64, offset in Philox blocks; shape (2,)
+or batched (*B, 2)), so eager, compiled and exported code compute the same bits. The one exception is
+`seed_state`, which draws a fresh seed from torch's default CPU generator; it is tagged nondeterministic_seeded so
+no compiler pass deduplicates or drops it.
 """
 import threading
 
 import torch
 
+from . import _C  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
 from . import _checks, _replay
 
-_lib = torch.library.Library("rngx", "DEF")
-# Every sampler ends with an optional global view (docs/stream.md, "Global view").
-_VIEW = "SymInt[]? global_shape=None, SymInt[]? global_start=None"
-_lib.define(f"bits(SymInt[] size, Tensor state, ScalarType dtype, {_VIEW}) -> Tensor")
-_lib.define(f"uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None, {_VIEW}) -> Tensor")
-_lib.define(f"quantize_noise(Tensor x, Tensor state, float half, {_VIEW}) -> Tensor")
-_lib.define(f"dropout(Tensor x, Tensor state, float p, {_VIEW}) -> Tensor")
+# seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
+_lib = torch.library.Library("rngx", "FRAGMENT")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
-_lib.define("split(Tensor state, int num) -> Tensor")
-_lib.define("fold_in(Tensor state, Tensor data) -> Tensor")
-_lib.define("take_(Tensor(a!) state, SymInt blocks) -> Tensor")
-# The eager fast path: a CPU Generator's step and the op in one dispatcher call (no autograd: used only where no
-# gradient flows, and never traced; _autograd.draw).
-_lib.define("uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) -> Tensor")
-_lib.define("quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor")
 # Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
 # them: an ordered effect threads a token through every call, in program order.
 _lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
-
-from . import _C  # noqa: E402,F401  (registers the CPU kernels of the ops defined above)
 
 ops = torch.ops.rngx
 
@@ -140,10 +127,15 @@ def advance(state, blocks):
     return taken
 
 
-@torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
-def _(state, blocks):
+# The CPU and CUDA kernels take precedence over the C++ one (CompositeExplicitAutograd, for processes without
+# Python), so in Python every step goes through the journal.
+def _take(state, blocks):
     _check_take(state, blocks)
     return _replay.draw(state, lambda: advance(state, blocks))
+
+
+for _key in ("CPU", "CUDA"):
+    _lib.impl("take_", _take, _key)
 
 
 @torch.library.register_fake("rngx::take_")
