@@ -21,8 +21,10 @@ void check_cpu_state(const Tensor& state) {
   STD_TORCH_CHECK(state.is_cpu(), "rngx: state must be on the CPU");
 }
 
-KeyLayout keys_for(const Tensor& state, const Tensor& out) {
-  return KeyLayout(state, out.sizes().data(), out.dim(), static_cast<const int64_t*>(state.const_data_ptr()));
+KeyLayout keys_for(const Tensor& state, const Tensor& out, const GlobalArg& global_shape,
+                   const GlobalArg& global_start) {
+  return KeyLayout(state, out.sizes().data(), out.dim(), static_cast<const int64_t*>(state.const_data_ptr()),
+                   global_shape, global_start);
 }
 
 template <class Kernel>
@@ -36,37 +38,38 @@ void check_input(const Tensor& x, const char* name = "x") {
   check_dims(x.dim());
 }
 
-Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
+Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_size(size);
   check_dims(static_cast<int64_t>(size.size()));
   const rngx_dtype dt = bits_dtype(dtype);
   Tensor out = torch::stable::empty(size, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_bits(&job, b, e); });
   return out;
 }
 
-Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
+Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
+               GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
   return out;
 }
 
-Tensor quantize_noise(Tensor x, Tensor state, double half) {
+Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
   return out;
@@ -109,51 +112,52 @@ Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
   return out;
 }
 
-Tensor dropout(Tensor x, Tensor state, double p) {
+Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = dropout_params(p);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_dropout(&job, &params, b, e); });
   return out;
 }
 
-Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype) {
+Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
+              GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = normal_params(mean, std, dt);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_normal(&job, &params, b, e); });
   return out;
 }
 
 Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
-                        std::optional<ScalarType> dtype) {
+                        std::optional<ScalarType> dtype, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = truncnorm_params(mean, std, a, b, dt);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b0, int64_t e) { rngx_truncnorm(&job, &params, b0, e); });
   return out;
 }
 
-Tensor bernoulli(Tensor like, Tensor state, double p) {
+Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
   const rngx_params params = rngx_dropout_params(p);
   Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
   return out;
@@ -184,7 +188,7 @@ bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
   }
 }
 
-Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p) {
+Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
@@ -199,19 +203,20 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p) {
   STD_TORCH_CHECK(ok, "rngx.bernoulli: every p must be in [0, 1]");
   const rngx_params params{};
   Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &p);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
   return out;
 }
 
-Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype) {
+Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
+               GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = randint_dtype(dtype);
   const rngx_params params = randint_params(low, high, dtype);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_randint(&job, &params, b, e); });
   return out;

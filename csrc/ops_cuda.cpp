@@ -31,9 +31,10 @@ void check_cuda_state(const Tensor& state, const Tensor& x, const char* name) {
   check_dims(x.dim());
 }
 
-KeyLayout keys_for(const Tensor& state, const Tensor& out) {
+KeyLayout keys_for(const Tensor& state, const Tensor& out, const GlobalArg& global_shape,
+                   const GlobalArg& global_start) {
   const auto* pairs = state.is_cuda() ? static_cast<const int64_t*>(state.const_data_ptr()) : nullptr;
-  return KeyLayout(state, out.sizes().data(), out.dim(), pairs);
+  return KeyLayout(state, out.sizes().data(), out.dim(), pairs, global_shape, global_start);
 }
 
 void* current_stream(int32_t device) {
@@ -52,7 +53,7 @@ void check_launch(int err, const char* op) {
   throw std::runtime_error(text);
 }
 
-Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
+Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg global_shape, GlobalArg global_start) {
   // Only a CUDA state brings bits here; the output goes on its device, as the fake kernel says.
   check_state(state);
   check_size(size);
@@ -61,79 +62,81 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
   const int32_t dev = state.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = torch::stable::new_empty(state, size, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_bits(&job, current_stream(dev)), "rngx.bits");
   return out;
 }
 
-Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
+Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
+               GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_uniform(&job, current_stream(dev), &params), "rngx.uniform");
   return out;
 }
 
-Tensor quantize_noise(Tensor x, Tensor state, double half) {
+Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   check_launch(rngx_cuda_quantize_noise(&job, current_stream(dev), &params), "rngx.quantize_noise");
   return out;
 }
 
-Tensor dropout(Tensor x, Tensor state, double p) {
+Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = dropout_params(p);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   check_launch(rngx_cuda_dropout(&job, current_stream(dev), &params), "rngx.dropout");
   return out;
 }
 
-Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype) {
+Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
+              GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = normal_params(mean, std, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_normal(&job, current_stream(dev), &params), "rngx.normal");
   return out;
 }
 
 Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
-                        std::optional<ScalarType> dtype) {
+                        std::optional<ScalarType> dtype, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = truncnorm_params(mean, std, a, b, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_truncnorm(&job, current_stream(dev), &params), "rngx.truncated_normal");
   return out;
 }
 
-Tensor bernoulli(Tensor like, Tensor state, double p) {
+Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
@@ -141,7 +144,7 @@ Tensor bernoulli(Tensor like, Tensor state, double p) {
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_bernoulli(&job, current_stream(dev), &params), "rngx.bernoulli");
   return out;
@@ -149,7 +152,7 @@ Tensor bernoulli(Tensor like, Tensor state, double p) {
 
 // A tensor p's values are not read on the host here (that would synchronize): u < p decides, so p <= 0 gives 0
 // and p >= 1 gives 1 (docs/cuda.md).
-Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p) {
+Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   check_probabilities(like, p);
@@ -157,20 +160,21 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p) {
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &p);
   check_launch(rngx_cuda_bernoulli(&job, current_stream(dev), &params), "rngx.bernoulli");
   return out;
 }
 
-Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype) {
+Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
+               GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = randint_dtype(dtype);
   const rngx_params params = randint_params(low, high, dtype);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_randint(&job, current_stream(dev), &params), "rngx.randint");
   return out;

@@ -212,58 +212,88 @@ def fold_data(data, s, name="data"):
     return torch.tensor(data - (1 << 64) if data >= 1 << 63 else data, dtype=torch.int64, device=s.device)
 
 
+def global_view(shape, global_shape, global_start):
+    """A global view (docs/stream.md, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
+    that starts at global_start. Returns both as lists, or (None, None) for no view."""
+    if (global_shape is None) != (global_start is None):
+        raise ValueError("global_shape and global_start go together: pass both or neither")
+    if global_shape is None:
+        return None, None
+    gshape, gstart = size(global_shape, "global_shape"), size(global_start, "global_start")
+    for name, v in (("global_shape", gshape), ("global_start", gstart)):
+        if len(v) != len(shape):
+            raise ValueError(f"{name} needs one entry per dim of the tensor ({len(shape)}), got {len(v)}")
+    for d, (n, g, s) in enumerate(zip(shape, gshape, gstart)):
+        if all(isinstance(v, int) for v in (n, g, s)) and s + n > g:
+            raise ValueError(f"global_shape and global_start do not contain the tensor: its dim {d} (size {n}) "
+                             f"starting at global_start[{d}]={s} ends past global_shape[{d}]={g}")
+    return gshape, gstart
+
+
+def _batch_shape(shape, view):
+    """The shape a batched state's dims must match: the global tensor's under a global view."""
+    return shape if view[0] is None else view[0]
+
+
 # ---- one validator per op, shared by the public function and the fake kernel (so compile-time checks equal
-# eager ones); each returns the op's parameters as the kernels take them ----
+# eager ones); each returns the op's parameters as the kernels take them, ending with the global view ----
 
-def for_bits(size_, key, dtype):
+def for_bits(size_, key, dtype, global_shape=None, global_start=None):
     size_ = size(size_)
-    state(key, shape=size_)
+    view = global_view(size_, global_shape, global_start)
+    state(key, shape=_batch_shape(size_, view))
     int_dtype(dtype, "dtype")
-    return size_
+    return size_, *view
 
 
-def for_uniform(like, key, low, high, dtype):
+def for_uniform(like, key, low, high, dtype, global_shape=None, global_start=None):
     strided(like, "like")
-    state(key, shape=like.shape)
+    view = global_view(like.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(like.shape, view))
     same_device(like, key, "like")
     float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    return interval(low, high, like.dtype if dtype is None else dtype)
+    return *interval(low, high, like.dtype if dtype is None else dtype), dtype, *view
 
 
-def for_noise(x, key, half):
+def for_noise(x, key, half, global_shape=None, global_start=None):
     float_tensor(x)
-    state(key, shape=x.shape)
+    view = global_view(x.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(x.shape, view))
     same_device(x, key)
-    return half_width(half, dtype=x.dtype)
+    return half_width(half, dtype=x.dtype), *view
 
 
-def for_dropout(x, key, p):
+def for_dropout(x, key, p, global_shape=None, global_start=None):
     float_tensor(x)
-    state(key, shape=x.shape)
+    view = global_view(x.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(x.shape, view))
     same_device(x, key)
-    return probability(p)
+    return probability(p), *view
 
 
-def for_feature(x, key, p, name="x"):
+def for_feature(x, key, p, global_shape=None, global_start=None, name="x"):
     """Channel (feature) dropout: x has a batch and a channel dim; a batched key may vary along those two only."""
     float_tensor(x, name)
     if x.dim() < 2:
         raise ValueError(f"{name} must have at least 2 dims (batch, channel, ...) for channel dropout, got {x.dim()}")
-    state(key, shape=x.shape)
+    view = global_view(x.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(x.shape, view))
     if key.dim() > 3 and any(b != 1 for b in key.shape[2:-1]):
         raise ValueError(f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
                          f"decision per (batch, channel), so only the first two batch dims may be larger than 1")
     same_device(x, key, name)
-    return probability(p)
+    return probability(p), *view
 
 
-def float_like(like, key, dtype=None):
-    """A float output shaped like `like`: like is a dense tensor, `dtype` (or like's) a float dtype."""
+def float_like(like, key, dtype=None, global_shape=None, global_start=None):
+    """A float output shaped like `like`: like is a dense tensor, `dtype` (or like's) a float dtype. Returns the
+    output dtype and the global view."""
     strided(like, "like")
-    state(key, shape=like.shape)
+    view = global_view(like.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(like.shape, view))
     same_device(like, key, "like")
     float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    return like.dtype if dtype is None else dtype
+    return like.dtype if dtype is None else dtype, view
 
 
 def mean_std(mean, std, dtype, strict=False):
@@ -280,19 +310,20 @@ def mean_std(mean, std, dtype, strict=False):
     return mean, std
 
 
-def for_normal(like, key, mean, std, dtype):
-    return mean_std(mean, std, float_like(like, key, dtype))
+def for_normal(like, key, mean, std, dtype, global_shape=None, global_start=None):
+    out_dtype, view = float_like(like, key, dtype, global_shape, global_start)
+    return *mean_std(mean, std, out_dtype), dtype, *view
 
 
-def for_truncated_normal(like, key, mean, std, a, b, dtype):
-    out_dtype = float_like(like, key, dtype)
+def for_truncated_normal(like, key, mean, std, a, b, dtype, global_shape=None, global_start=None):
+    out_dtype, view = float_like(like, key, dtype, global_shape, global_start)
     mean, std = mean_std(mean, std, torch.float64, strict=True)  # the truncated normal computes in double
     a, b = real(a, "a"), real(b, "b")
     if not a < b:
         raise ValueError(f"a must be < b, got a={a}, b={b}")
     if not torch.compiler.is_compiling() and not _value_between(a, b, out_dtype):
         raise ValueError(f"no value of {out_dtype} lies in [a, b] = [{a}, {b}]")
-    return mean, std, a, b
+    return mean, std, a, b, dtype, *view
 
 
 @functools.lru_cache(maxsize=256)
@@ -307,12 +338,12 @@ def _value_between(a, b, dtype):
     return not (_isfinite(ra) and _isfinite(rb)) or round_to((ra + rb) / 2, dtype) not in (ra, rb)
 
 
-def for_bernoulli(like, key, p):
+def for_bernoulli(like, key, p, global_shape=None, global_start=None):
     """p: a probability, or a real tensor broadcastable to like's shape (returned cast to like's dtype and
-    expanded to its shape: the kernel reads it in place, stride-0 dims and all)."""
-    float_like(like, key)
+    expanded to its shape: the kernel reads it in place, stride-0 dims and all); then the global view."""
+    _, view = float_like(like, key, None, global_shape, global_start)
     if not isinstance(p, torch.Tensor):
-        return probability(p)
+        return probability(p), *view
     if p.is_complex() or p.dtype == torch.bool or not (p.is_floating_point() or p.dtype in INT_DTYPES):
         raise TypeError(f"p must be a real number or a real tensor, got a tensor of dtype {p.dtype}")
     if p.device != like.device:
@@ -325,7 +356,7 @@ def for_bernoulli(like, key, p):
         shape = None
     if shape != like.shape:
         raise ValueError(f"p of shape {tuple(p.shape)} does not broadcast to like's shape {tuple(like.shape)}")
-    return p.to(like.dtype).expand(like.shape)
+    return p.to(like.dtype).expand(like.shape), *view
 
 
 def probabilities(p):
@@ -347,11 +378,12 @@ RANDINT_DTYPES = {torch.uint8: (0, 1 << 8), torch.int8: (-(1 << 7), 1 << 7), tor
                   torch.int32: (-(1 << 31), 1 << 31), torch.int64: (-(1 << 63), (1 << 63) - 1)}
 
 
-def for_randint(like, key, low, high, dtype):
+def for_randint(like, key, low, high, dtype, global_shape=None, global_start=None):
     """[low, high) within dtype (high may be one past its largest value; int64: high <= 2^63 - 1, the schema's
-    int)."""
+    int); then the global view."""
     strided(like, "like")
-    state(key, shape=like.shape)
+    view = global_view(like.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(like.shape, view))
     same_device(like, key, "like")
     if dtype not in RANDINT_DTYPES:
         raise TypeError(f"dtype must be uint8, int8, int16, int32 or int64, got {dtype}")
@@ -364,4 +396,4 @@ def for_randint(like, key, low, high, dtype):
         lo, hi = RANDINT_DTYPES[dtype]
         if not (lo <= low and high <= hi):
             raise ValueError(f"[low, high) = [{low}, {high}) does not fit {dtype}: low >= {lo} and high <= {hi} needed")
-    return low, high
+    return low, high, dtype, *view

@@ -13,7 +13,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, *, generator=None):
     [a, b] (absolute bounds), every value in [a, b]; returns `tensor`. The values are
     functional.truncated_normal's with the key drawn from `generator` (None: torch's default generator)."""
     _checks.float_tensor(tensor, "tensor")
-    mean, std, a, b = _checks.for_truncated_normal(tensor, torch.empty(2, dtype=torch.int64, device=tensor.device),
-                                                   mean, std, a, b, None)
+    params = _checks.for_truncated_normal(tensor, torch.empty(2, dtype=torch.int64, device=tensor.device), mean, std,
+                                          a, b, None)
     with torch.no_grad():
-        return tensor.copy_(draw("truncated_normal", tensor, owner_of(generator), tensor.dtype, mean, std, a, b, None))
+        return tensor.copy_(draw("truncated_normal", tensor, owner_of(generator), tensor.dtype, *params))

@@ -51,11 +51,26 @@ def samples(device="cpu"):
                 for p in (0.0, 0.3, 1.0):
                     yield ops.dropout.default, (x, state, p)
         yield ops.uniform.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
+        # a global view: x is the block at (1, 2, 0) of a (6, 4, 5) tensor, batched keys over the global dim 0
+        view = ([6, 4, 5], [1, 2, 0])
+        wide = torch.stack([state + i for i in range(6)]).view(6, 1, 1, 2)
+        xs = torch.randn(3, 2, 5, device=device).to(dtype).requires_grad_()
+        yield ops.uniform.default, (xs, wide, -1.0, 1.0, None, *view)
+        yield ops.quantize_noise.default, (xs, state, 0.5, *view)
+        yield ops.dropout.default, (xs, wide, 0.3, *view)
+        yield ops.normal.default, (xs, wide, 0.5, 2.0, None, *view)
+        yield ops.truncated_normal.default, (xs, state, 0.0, 1.0, -2.0, 2.0, None, *view)
+        yield ops.bernoulli.default, (xs, wide, 0.3, *view)
+        yield ops.bernoulli_tensor.default, (xs, state, torch.full((5,), 0.4, device=device).to(dtype).expand(3, 2, 5),
+                                             *view)
         yield from _sampler_samples(dtype, state, batched, device)
+    yield ops.bits.default, ([3, 2, 5], state, torch.int64, [6, 4, 5], [1, 2, 0])
     for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
         for _, x in layouts(torch.float32, device):
             yield ops.randint.default, (x, state, 0, 100, dtype)
         yield ops.randint.default, (torch.empty(3, 4, 5, device=device), batched, 2, 9, dtype)
+        yield ops.randint.default, (torch.empty(3, 2, 5, device=device), state, -3, 100, dtype if dtype != torch.uint8
+                                    else torch.int8, [6, 4, 5], [1, 2, 0])
 
 
 def _sampler_samples(dtype, state, batched, device):
