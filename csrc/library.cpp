@@ -6,9 +6,10 @@
 // (its nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12), fake kernels (a C++ Meta kernel
 // would bar torch.library.register_fake), autograd formulas, vmap rules, and a journaling take_ for checkpointing.
 //
-// Stable-ABI calls relied on, with the first torch that has each: STABLE_TORCH_LIBRARY / _IMPL and
-// StableLibrary::def/impl (2.9; impl goes through torch_library_impl from 2.10), TORCH_BOX (2.9),
-// torch::stable::clone and copy_ (2.9), torch::stable::to(Tensor, Device) (2.10), Tensor::device (2.9).
+// Stable-ABI calls relied on, with the first torch that has each (the "Minimum compatible version" of torch's
+// headers; the library macros carry none, and are in 2.10's headers, the oldest we build against):
+// STABLE_TORCH_LIBRARY / _IMPL, StableLibrary::def and ::impl (which calls torch_library_impl from 2.10) and
+// TORCH_BOX (<= 2.10); torch::stable::clone and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10).
 #include <mutex>
 
 #include "glue.h"
