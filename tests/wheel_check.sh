@@ -10,7 +10,7 @@ tests=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/rngx-wheel.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-python3 -m venv "$work/venv"
+"$torch_venv/bin/python" -m venv "$work/venv"  # the same CPython as the torch venv, so its .pth applies
 py="$work/venv/bin/python"
 purelib() { "$1" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"; }
 purelib "$torch_venv/bin/python" > "$(purelib "$py")/torch-venv.pth"
