@@ -122,15 +122,15 @@ cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
 # AOTInductor in C++: examples/aoti_cpp/main.cpp built against the libtorch inside the installed torch wheel (its
 # include/ and lib/; nothing is downloaded), then tests/test_aoti.py: packages run in a fresh Python process and
 # by that program give eager's bytes.
-TORCH_DIR = $(shell $(PYTHON) -c "import os, torch; print(os.path.dirname(torch.__file__))")
-CXX11_ABI = $(shell $(PYTHON) -c "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))")
+# $(1): the python whose torch to build against, $(2): the program. C++20: torch 2.15's headers require it.
+aoti_cpp_build = t=$$($(1) -c "import os, torch; print(os.path.dirname(torch.__file__))") && \
+  abi=$$($(1) -c "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))") && mkdir -p $(dir $(2)) && \
+  $(CXX) -std=c++20 -O2 -D_GLIBCXX_USE_CXX11_ABI=$$abi -isystem $$t/include -isystem $$t/include/torch/csrc/api/include \
+  -o $(2) examples/aoti_cpp/main.cpp -L$$t/lib -Wl,-rpath,$$t/lib -ltorch -ltorch_cpu -lc10 -ldl
 AOTI_CPP := build/aoti_cpp/rngx_aoti
 
 $(AOTI_CPP): examples/aoti_cpp/main.cpp $(VENV)/.stamp
-	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O2 -D_GLIBCXX_USE_CXX11_ABI=$(CXX11_ABI) -isystem $(TORCH_DIR)/include \
-	  -isystem $(TORCH_DIR)/include/torch/csrc/api/include -o $@ $< \
-	  -L$(TORCH_DIR)/lib -Wl,-rpath,$(TORCH_DIR)/lib -ltorch -ltorch_cpu -lc10 -ldl
+	$(call aoti_cpp_build,$(PYTHON),$@)
 
 aoti-cpp: $(SO) $(AOTI_CPP)
 	RNGX_AOTI_CPP=$(AOTI_CPP) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_aoti.py
@@ -166,14 +166,15 @@ deploy-check: wheel-test aoti-cpp
 
 # The oldest torch the README claims and the newest release, each in its own venv (.venv-2.10, .venv-2.15; PyPI's
 # builds, with CUDA: ~4 GB each; PIP_CONSTRAINT lifts a machine-wide cap on torch's version, if any): the CPU wheel
-# installed over it, then wheels built from source against it (CPU; and CUDA with nvcc), each tested the same way.
+# installed over it, then wheels built from source against it (CPU; and CUDA with nvcc), each tested the same way;
+# and AOTInductor (tests/test_aoti.py) under that torch, with the C++ program built against its libtorch.
 MATRIX := 2.10 2.15
 .venv-%/.stamp:
 	$(PY) -m venv $(@D)
 	PIP_CONSTRAINT=/dev/null $(@D)/bin/python -m pip install -q "torch==$*.0" setuptools wheel numpy pytest
 	touch $@
 
-wheel-matrix: dist/$(WHEEL_NAME) $(foreach v,$(MATRIX),.venv-$(v)/.stamp)
+wheel-matrix: $(SO) dist/$(WHEEL_NAME) $(foreach v,$(MATRIX),.venv-$(v)/.stamp)
 	@set -e; for v in $(MATRIX); do \
 	  echo "== torch $$v: the CPU wheel built against torch $(TORCH_VERSION)"; \
 	  tests/wheel_check.sh .venv-$$v dist/$(WHEEL_NAME); \
@@ -185,6 +186,9 @@ wheel-matrix: dist/$(WHEEL_NAME) $(foreach v,$(MATRIX),.venv-$(v)/.stamp)
 	    $(call build_wheel,.venv-$$v/bin/python,1,build/matrix/$$v/cuda); \
 	    tests/wheel_check.sh .venv-$$v build/matrix/$$v/cuda/$(WHEEL_NAME); \
 	  fi; \
+	  echo "== torch $$v: AOTInductor in Python and C++"; \
+	  $(call aoti_cpp_build,.venv-$$v/bin/python,build/matrix/$$v/rngx_aoti); \
+	  RNGX_AOTI_CPP=build/matrix/$$v/rngx_aoti .venv-$$v/bin/python -m pytest -q -p no:cacheprovider tests/test_aoti.py; \
 	done
 
 clean:

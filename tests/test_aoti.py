@@ -74,6 +74,7 @@ def same_bits(a, b):
 FRESH = r"""
 import sys
 import torch
+import torch._inductor.codecache  # noqa: F401  (torch 2.10's aoti_load_package uses it without importing it)
 import torch_rngx  # noqa: F401  (the ops)
 x = torch.arange(%d, dtype=torch.float32).remainder(17).sub(8).div(4).reshape(%d, %d)
 runner = torch._inductor.aoti_load_package(sys.argv[1])
