@@ -1,7 +1,7 @@
 """The shared library alone defines and runs the ops: a process that never imports torch_rngx loads
 torch_rngx/_C.abi3.so with torch.ops.load_library and gets torch_rngx's bits from every op the library defines
 (csrc/library.cpp's schema table), including take_'s step of a state in place. seed_state, defined in Python,
-is absent there."""
+is absent there. A second copy of the library, loaded from another path, neither crashes nor breaks the ops."""
 import os
 import subprocess
 import sys
@@ -71,3 +71,22 @@ def test_ops_from_the_library_alone(tmp_path):
     assert torch.equal(got["quantize_noise_from_"][0], torch_rngx.quantize(x, "noise", generator=g))
     assert torch.equal(got["quantize_noise_from_"][1], g.state)
     assert got["has_seed_state"] is False
+
+
+TWO_COPIES = r"""
+import sys
+import torch
+torch.ops.load_library(sys.argv[1])
+import torch_rngx
+print(torch_rngx.rand_like(torch.empty(3), generator=torch_rngx.Generator(1)).tolist())
+"""
+
+
+def test_a_second_copy_of_the_library_does_not_crash(tmp_path):
+    """Another installation's library loaded first: importing torch_rngx keeps its definitions and still works."""
+    copy = tmp_path / "_C.abi3.so"
+    copy.write_bytes(open(torch_rngx._C.__file__, "rb").read())
+    run = subprocess.run([sys.executable, "-c", TWO_COPIES, str(copy)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "already defined" in run.stderr
+    assert run.stdout.strip() == str(torch_rngx.rand_like(torch.empty(3), generator=torch_rngx.Generator(1)).tolist())
