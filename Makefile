@@ -12,7 +12,8 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check clean
+.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check clean \
+	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check
 
 all: build
 
@@ -119,5 +120,78 @@ interop: $(SO) $(CUDA_VENV)/.stamp
 cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py
 
+# ---- Deployment (docs/deploy.md) ----
+# AOTInductor in C++: examples/aoti_cpp/main.cpp built against the libtorch inside the installed torch wheel (its
+# include/ and lib/; nothing is downloaded), then tests/test_aoti.py: packages run in a fresh Python process and
+# by that program give eager's bytes.
+# $(1): the python whose torch to build against, $(2): the program. C++20: torch 2.15's headers require it.
+aoti_cpp_build = t=$$($(1) -c "import os, torch; print(os.path.dirname(torch.__file__))") && \
+  abi=$$($(1) -c "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))") && mkdir -p $(dir $(2)) && \
+  $(CXX) -std=c++20 -O2 -D_GLIBCXX_USE_CXX11_ABI=$$abi -isystem $$t/include -isystem $$t/include/torch/csrc/api/include \
+  -o $(2) examples/aoti_cpp/main.cpp -L$$t/lib -Wl,-rpath,$$t/lib -ltorch -ltorch_cpu -lc10 -ldl
+AOTI_CPP := build/aoti_cpp/rngx_aoti
+
+$(AOTI_CPP): examples/aoti_cpp/main.cpp $(VENV)/.stamp
+	$(call aoti_cpp_build,$(PYTHON),$@)
+
+aoti-cpp: $(SO) $(AOTI_CPP)
+	RNGX_AOTI_CPP=$(AOTI_CPP) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_aoti.py
+
+# Wheels: dist/torch_rngx-<version>-cp39-abi3-<platform>.whl, the CPU build against torch $(TORCH_VERSION) (.venv);
+# with nvcc, also the CUDA build against torch's CUDA build (.venv-cuda) in dist/cuda/. Each starts from an
+# empty setuptools build folder, so no object of another torch or variant is reused.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+PLATFORM := $(shell $(PY) -c "import sysconfig; print(sysconfig.get_platform().replace('-', '_').replace('.', '_'))")
+WHEEL_NAME := torch_rngx-$(VERSION)-cp39-abi3-$(PLATFORM).whl
+NVCC := $(or $(shell command -v nvcc),$(wildcard /usr/local/cuda/bin/nvcc))
+# pip wheel for the checkout at hand: $(1) python, $(2) USE_CUDA, $(3) output folder.
+build_wheel = rm -rf build/lib.* build/temp.* build/bdist.* && USE_CUDA=$(2) $(1) -m pip wheel -q --no-build-isolation --no-deps -w $(3) .
+
+dist/$(WHEEL_NAME): $(VENV)/.stamp $(SOURCES) $(wildcard torch_rngx/*.py) pyproject.toml
+	$(call build_wheel,$(PYTHON),0,dist)
+
+dist/cuda/$(WHEEL_NAME): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh) $(wildcard torch_rngx/*.py) pyproject.toml
+	$(call build_wheel,$(CUDA_VENV)/bin/python,1,dist/cuda)
+
+wheel-cuda: dist/cuda/$(WHEEL_NAME)
+
+wheel: dist/$(WHEEL_NAME) $(if $(NVCC),wheel-cuda)
+	@ls -l dist/$(WHEEL_NAME) $(if $(NVCC),dist/cuda/$(WHEEL_NAME))
+
+# The CPU wheel (built against torch $(TORCH_VERSION)) installed over torch $(CUDA_TORCH_VERSION): stream, op and
+# library-alone tests from outside the source tree (tests/wheel_check.sh).
+wheel-test: dist/$(WHEEL_NAME) $(CUDA_VENV)/.stamp
+	tests/wheel_check.sh $(CUDA_VENV) dist/$(WHEEL_NAME)
+
+# What CI runs for deployment: the wheel test and AOTInductor in Python and C++.
+deploy-check: wheel-test aoti-cpp
+
+# The oldest torch the README claims and the newest release, each in its own venv (.venv-2.10, .venv-2.15; PyPI's
+# builds, with CUDA: ~4 GB each; PIP_CONSTRAINT lifts a machine-wide cap on torch's version, if any): the CPU wheel
+# installed over it, then wheels built from source against it (CPU; and CUDA with nvcc), each tested the same way;
+# and AOTInductor (tests/test_aoti.py) under that torch, with the C++ program built against its libtorch.
+MATRIX := 2.10 2.15
+.venv-%/.stamp:
+	$(PY) -m venv $(@D)
+	PIP_CONSTRAINT=/dev/null $(@D)/bin/python -m pip install -q "torch==$*.0" setuptools wheel numpy pytest
+	touch $@
+
+wheel-matrix: $(SO) dist/$(WHEEL_NAME) $(foreach v,$(MATRIX),.venv-$(v)/.stamp)
+	@set -e; for v in $(MATRIX); do \
+	  echo "== torch $$v: the CPU wheel built against torch $(TORCH_VERSION)"; \
+	  tests/wheel_check.sh .venv-$$v dist/$(WHEEL_NAME); \
+	  echo "== torch $$v: built from source (CPU)"; \
+	  $(call build_wheel,.venv-$$v/bin/python,0,build/matrix/$$v/cpu); \
+	  tests/wheel_check.sh .venv-$$v build/matrix/$$v/cpu/$(WHEEL_NAME); \
+	  if [ -n "$(NVCC)" ]; then \
+	    echo "== torch $$v: built from source (CUDA; runs its CPU ops here)"; \
+	    $(call build_wheel,.venv-$$v/bin/python,1,build/matrix/$$v/cuda); \
+	    tests/wheel_check.sh .venv-$$v build/matrix/$$v/cuda/$(WHEEL_NAME); \
+	  fi; \
+	  echo "== torch $$v: AOTInductor in Python and C++"; \
+	  $(call aoti_cpp_build,.venv-$$v/bin/python,build/matrix/$$v/rngx_aoti); \
+	  RNGX_AOTI_CPP=build/matrix/$$v/rngx_aoti .venv-$$v/bin/python -m pytest -q -p no:cacheprovider tests/test_aoti.py; \
+	done
+
 clean:
-	rm -rf build tests/c/bin $(SO) *.egg-info
+	rm -rf build dist tests/c/bin $(SO) *.egg-info

@@ -12,6 +12,9 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 TORCH_TARGET_VERSION = "0x020a000000000000"  # 2.10: the first with torch_parallel_for and torch_call_dispatcher
+# Older headers lack what the glue calls: refuse with a clear message rather than fail mid-compile.
+if tuple(int(p) for p in str(torch.__version__).split("+")[0].split(".")[:2]) < (2, 10):
+    sys.exit(f"torch-rngx builds against torch >= 2.10 (its stable ABI); this environment has torch {torch.__version__}")
 PY_LIMITED_API = "0x03090000"
 
 C_FLAGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra"]

@@ -6,9 +6,12 @@
 // (its nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12), fake kernels (a C++ Meta kernel
 // would bar torch.library.register_fake), autograd formulas, vmap rules, and a journaling take_ for checkpointing.
 //
-// Stable-ABI calls relied on, with the first torch that has each: STABLE_TORCH_LIBRARY / _IMPL and
-// StableLibrary::def/impl (2.9; impl goes through torch_library_impl from 2.10), TORCH_BOX (2.9),
-// torch::stable::clone and copy_ (2.9), torch::stable::to(Tensor, Device) (2.10), Tensor::device (2.9).
+// Stable-ABI calls relied on, with the first torch that has each (the "Minimum compatible version" of torch's
+// headers; the library macros and shim functions carry none, and are in 2.10's headers, the oldest we build
+// against): aoti_torch_library_init_def and aoti_torch_library_def (<= 2.10), STABLE_TORCH_LIBRARY_IMPL and
+// StableLibrary::impl (which calls torch_library_impl from 2.10) and TORCH_BOX (<= 2.10); torch::stable::clone
+// and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10).
+#include <cstdio>
 #include <mutex>
 
 #include "glue.h"
@@ -69,10 +72,23 @@ Tensor take_(Tensor state, int64_t blocks) {
   return taken;
 }
 
-}  // namespace
+// What STABLE_TORCH_LIBRARY(rngx, m) does, with its errors handled. The macro's constructor ignores a failed init
+// and then defines through a null handle: a crash when another copy of this library, loaded from another path,
+// defined rngx first. Here that copy's definitions are kept, with a note on stderr. The handle is never deleted:
+// deleting it would remove the ops.
+const struct DefineOps {
+  DefineOps() {
+    TorchLibraryHandle lib = nullptr;
+    if (aoti_torch_library_init_def("rngx", __FILE__, __LINE__, &lib) != AOTI_TORCH_SUCCESS) {
+      std::fprintf(stderr, "torch-rngx: the rngx ops are already defined (by another copy of this library?)\n");
+      return;
+    }
+    for (const char* schema : kSchemas)
+      if (aoti_torch_library_def(lib, schema) != AOTI_TORCH_SUCCESS)
+        std::fprintf(stderr, "torch-rngx: cannot define rngx::%s\n", schema);
+  }
+} define_ops;
 
-STABLE_TORCH_LIBRARY(rngx, m) {
-  for (const char* schema : kSchemas) m.def(schema);
-}
+}  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CompositeExplicitAutograd, m) { m.impl("take_", TORCH_BOX(&take_)); }
