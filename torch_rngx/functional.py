@@ -3,7 +3,8 @@
 `state` is a key `[seed, offset]`, an int64 or uint64 tensor of shape (2,) (both read as unsigned 64-bit; the
 offset counts 128-bit Philox blocks), exactly a `torch.func._random` key. The element at logical (row-major)
 index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at block `offset` (k = 2 for float64,
-else 1; normal, truncated_normal and randint take more: blocks_used). A batched state of shape (*B, 2) gives each slice of the output its own key. See docs/stream.md.
+else 1; normal, truncated_normal and randint take more: blocks_used). A batched state of shape (*B, 2) gives each
+slice of the output its own key. See docs/stream.md.
 
 Keys:
     key(seed, device=None, dtype=torch.int64) -> state

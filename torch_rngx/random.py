@@ -95,40 +95,46 @@ def quantize(x, mode="noise", means=None, *, generator=None, global_shape=None, 
 
 # ---- the dropout family, with torch.nn.functional's signatures (plus keyword-only generator=) ----
 
-def dropout(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
+            global_start=None):
     """torch.nn.functional.dropout: each element kept (scaled by 1/(1-p)) iff its u >= p; the identity, drawing
     nothing, when not training. inplace=True writes the result into input and returns input."""
     return dropout_from("dropout", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
+def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
+              global_start=None):
     """torch.nn.functional.dropout1d: one decision per (n, c) of an (N, C, L) input, or per channel of (C, L)."""
     return dropout_from("dropout1d", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
+def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
+              global_start=None):
     """torch.nn.functional.dropout2d: one decision per (n, c) of an (N, C, H, W) input; torch's warnings for
     other ranks (a 3D input is taken as (N, C, L), as torch does)."""
     return dropout_from("dropout2d", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
+def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
+              global_start=None):
     """torch.nn.functional.dropout3d: one decision per (n, c) of an (N, C, D, H, W) input, or per channel of
     (C, D, H, W)."""
     return dropout_from("dropout3d", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None, global_start=None):
+def alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None,
+                  global_start=None):
     """torch.nn.functional.alpha_dropout (note: training defaults to False, as in torch)."""
     return dropout_from("alpha_dropout", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None, global_start=None):
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None,
+                          global_start=None):
     """torch.nn.functional.feature_alpha_dropout: alpha dropout with one decision per (n, c)."""
     return dropout_from("feature_alpha_dropout", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
