@@ -97,6 +97,11 @@ def stateless(mesh, pl, tag):
         f"{tag} dropout, replicated DTensor key", F.dropout(x, replicated_key, 0.3), F.dropout(full, key, 0.3),
         mesh, pl))
 
+    for name in ("alpha_dropout", "feature_dropout", "feature_alpha_dropout"):
+        op = getattr(F, name)
+        case(f"{tag} {name}", lambda op=op, name=name: check(f"{tag} {name}", op(x, key, 0.4), op(full, key, 0.4),
+                                                              mesh, pl))
+
     def backward():
         xd, xf = x.detach().requires_grad_(), full.clone().requires_grad_()
         (F.dropout(xd, key, 0.3) * distribute_tensor(w, mesh, pl)).sum().backward()
@@ -120,6 +125,10 @@ def stateful(mesh, pl, tag):
         check(f"{tag} dropout", torch_rngx.dropout(x, 0.2, generator=g), torch_rngx.dropout(full, 0.2, generator=ref),
               mesh, pl)
         check(f"{tag} nn.Dropout(seed=)", module(x), ref_module(full), mesh, pl)
+        check(f"{tag} dropout1d", torch_rngx.dropout1d(x, 0.3, generator=g),
+              torch_rngx.dropout1d(full, 0.3, generator=ref), mesh, pl)
+        check(f"{tag} alpha_dropout", torch_rngx.alpha_dropout(x, 0.3, True, generator=g),
+              torch_rngx.alpha_dropout(full, 0.3, True, generator=ref), mesh, pl)
         torch.manual_seed(3)
         got = torch_rngx.rand_like(x)
         torch.manual_seed(3)
@@ -150,6 +159,10 @@ def keys_and_errors(mesh):
     raises("DTensor key, plain x", lambda: F.dropout(full, replicated, 0.1), "state", "x")
     raises("Partial x", lambda: F.dropout(DTensor.from_local(full, mesh, [Partial()] * mesh.ndim), key, 0.1),
            "x", "Partial")
+    if mesh.ndim == 2:
+        other = init_device_mesh("cpu", (dist.get_world_size(),))
+        raises("key on another mesh", lambda: F.dropout(x, distribute_tensor(key, other, [Replicate()]), 0.1),
+               "state", "mesh")
     raises("global view of a DTensor", lambda: F.dropout(x, key, 0.1, global_shape=SHAPE, global_start=(0, 0, 0)),
            "global_shape")
 
