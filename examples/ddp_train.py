@@ -93,7 +93,8 @@ def main():
     ok = True
     for compiled in (False, True):
         mode = "compiled" if compiled else "eager"
-        checks = {"two runs give identical final weights": _same(first[compiled]["weights"], second[compiled]["weights"]),
+        weights = first[compiled]["weights"], second[compiled]["weights"]
+        checks = {"two runs give identical final weights": _same(*weights),
                   "DDP keeps the ranks' weights equal": first[compiled]["ranks_agree"],
                   "the ranks drew different dropout masks": first[compiled]["masks_differ"]}
         for what, holds in checks.items():

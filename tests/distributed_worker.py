@@ -116,6 +116,7 @@ def stateful(mesh, pl, tag):
     x = distribute_tensor(full, mesh, pl)
     g, ref = torch_rngx.Generator(5), torch_rngx.Generator(5)
     module, ref_module = torch_rngx.nn.Dropout(0.4, seed=9), torch_rngx.nn.Dropout(0.4, seed=9)
+    rng, ref_rng = replicated_rng(12, mesh), torch_rngx.nn.RNG(12)
 
     def draws():
         check(f"{tag} rand_like", torch_rngx.rand_like(x, generator=g), torch_rngx.rand_like(full, generator=ref),
@@ -125,6 +126,10 @@ def stateful(mesh, pl, tag):
         check(f"{tag} dropout", torch_rngx.dropout(x, 0.2, generator=g), torch_rngx.dropout(full, 0.2, generator=ref),
               mesh, pl)
         check(f"{tag} nn.Dropout(seed=)", module(x), ref_module(full), mesh, pl)
+        check(f"{tag} rand_like, replicated DTensor state", torch_rngx.rand_like(x, generator=rng),
+              torch_rngx.rand_like(full, generator=ref_rng), mesh, pl)
+        check(f"{tag} dropout, replicated DTensor state", torch_rngx.dropout(x, 0.6, generator=rng),
+              torch_rngx.dropout(full, 0.6, generator=ref_rng), mesh, pl)
         check(f"{tag} dropout1d", torch_rngx.dropout1d(x, 0.3, generator=g),
               torch_rngx.dropout1d(full, 0.3, generator=ref), mesh, pl)
         check(f"{tag} alpha_dropout", torch_rngx.alpha_dropout(x, 0.3, True, generator=g),
@@ -139,9 +144,17 @@ def stateful(mesh, pl, tag):
         check(f"{tag} stateful dropout backward", xd.grad.full_tensor(), xf.grad)
 
     case(f"{tag} stateful", draws)
-    if not same(g.state, ref.state) or not same(module.rng_state, ref_module.rng_state):
-        failures.append(f"{tag}: generator end state {g.state.tolist()} != {ref.state.tolist()} (or the module's)")
-    same_on_every_rank(f"{tag} generator end state", (g.state.tolist(), module.rng_state.tolist()))
+    ends = (g.state, module.rng_state, rng.state.to_local())
+    if not all(same(a, b) for a, b in zip(ends, (ref.state, ref_module.rng_state, ref_rng.state))):
+        failures.append(f"{tag}: end states {[e.tolist() for e in ends]} differ from the single-process run's")
+    same_on_every_rank(f"{tag} end states", [e.tolist() for e in ends])
+
+
+def replicated_rng(seed, mesh):
+    """An nn.RNG whose state buffer is a DTensor replicated on every mesh dim (as distribute_module makes it)."""
+    rng = torch_rngx.nn.RNG(seed)
+    rng.state = distribute_tensor(rng.state, mesh, [Replicate()] * mesh.ndim)
+    return rng
 
 
 def keys_and_errors(mesh):
@@ -170,8 +183,9 @@ def keys_and_errors(mesh):
 def compiled(mesh, pl, tag):
     full, w, key = data(), data(seed=1), F.key(21)
 
-    def step(x, g):
-        return F.dropout(x, key, 0.3) + torch_rngx.rand_like(x, generator=g) + F.quantize_noise(x, key, 0.25)
+    def step(x, g, rng):
+        return (F.dropout(x, key, 0.3) + torch_rngx.rand_like(x, generator=g) + F.quantize_noise(x, key, 0.25)
+                + torch_rngx.quantize(x, generator=rng))
 
     def loss(x, w):
         return (F.dropout(x, key, 0.3) * w).sum()
@@ -179,10 +193,11 @@ def compiled(mesh, pl, tag):
     def run():
         x = distribute_tensor(full, mesh, pl)
         g, ref = torch_rngx.Generator(8), torch_rngx.Generator(8)
-        check(f"{tag} compiled", torch.compile(step, fullgraph=True)(x, g), step(full, ref), mesh, pl)
-        if not same(g.state, ref.state):
-            failures.append(f"{tag} compiled: generator end state differs")
-        same_on_every_rank(f"{tag} compiled generator end state", g.state.tolist())
+        rng, ref_rng = replicated_rng(2, mesh), torch_rngx.nn.RNG(2)
+        check(f"{tag} compiled", torch.compile(step, fullgraph=True)(x, g, rng), step(full, ref, ref_rng), mesh, pl)
+        if not same(g.state, ref.state) or not same(rng.state.to_local(), ref_rng.state):
+            failures.append(f"{tag} compiled: end states differ")
+        same_on_every_rank(f"{tag} compiled end states", (g.state.tolist(), rng.state.to_local().tolist()))
         xd, xf = x.detach().requires_grad_(), full.clone().requires_grad_()
         torch.compile(loss, fullgraph=True)(xd, distribute_tensor(w, mesh, pl)).backward()
         loss(xf, w).backward()
@@ -204,7 +219,8 @@ def plain_global_view(rank, world, dim):
                "dropout": (F.dropout(local, key, 0.5, **view), F.dropout(full, key, 0.5)),
                "quantize_noise": (F.quantize_noise(local, key, **view), F.quantize_noise(full, key)),
                "bits": (F.bits(local.shape, key, **view), F.bits(full.shape, key)),
-               "rand_like": (torch_rngx.rand_like(local, generator=g, **view), torch_rngx.rand_like(full, generator=ref))}
+               "rand_like": (torch_rngx.rand_like(local, generator=g, **view),
+                             torch_rngx.rand_like(full, generator=ref))}
     for name, (mine, want) in results.items():
         blocks = [None] * world
         dist.all_gather_object(blocks, mine)

@@ -28,9 +28,9 @@ def launch(suite, world, mesh, tmp_path, timeout=900):
     """Runs `world` ranks of the worker; fails with every rank's report unless all exit 0."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
     init = tmp_path / "init"
-    ranks = [subprocess.Popen([sys.executable, WORKER, suite, str(rank), str(world), ",".join(map(str, mesh)), str(init)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(world)]
+    mesh_arg = ",".join(map(str, mesh))
+    ranks = [subprocess.Popen([sys.executable, WORKER, suite, str(rank), str(world), mesh_arg, str(init)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in range(world)]
     reports = []
     try:
         for rank, proc in enumerate(ranks):

@@ -35,11 +35,11 @@ def global_view(x, name="x"):
             begin = min(chunk * coordinate[mesh_dim], n)
             size[d], start[d] = min(n - begin, chunk), start[d] + begin
         elif placement.is_partial():
-            raise ValueError(f"{name} has placement {placement} on mesh dim {mesh_dim}: a Partial tensor holds summands, "
-                             f"not the values to draw for; redistribute {name} to Shard or Replicate first")
+            raise ValueError(f"{name} has placement {placement} on mesh dim {mesh_dim}: a Partial tensor holds "
+                             f"summands, not the values to draw for; redistribute {name} to Shard or Replicate first")
         elif not placement.is_replicate():
-            raise ValueError(f"{name} has placement {placement} on mesh dim {mesh_dim}: torch_rngx ops take Shard(d) and "
-                             f"Replicate placements only")
+            raise ValueError(f"{name} has placement {placement} on mesh dim {mesh_dim}: torch_rngx ops take Shard(d) "
+                             f"and Replicate placements only")
     _check_default_order(x, name)
     local = tuple(x.to_local().shape)
     if tuple(size) != local:
