@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import dropout_family
+import global_view
 import per_call
 import torch_rngx
 from torch_rngx import _C
@@ -301,12 +302,14 @@ def main():
     per_call.print_table(calls)
     family = dropout_family.run(budget=args.budget)
     dropout_family.print_table(family)
+    views = global_view.run(budget=args.budget)
+    global_view.print_table(views)
 
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
                    "philox_paths": paths, "results": results, "reused_memory_results": reused,
                    "dropout_saved_bytes": saved, "targets": goals, "per_call": calls,
-                   "dropout_family": family}, f, indent=1)
+                   "dropout_family": family, "global_view": views}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
     print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 

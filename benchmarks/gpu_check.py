@@ -257,6 +257,44 @@ def check_batched():
     check_batched_semantics(keys.to(DEV), N, C, H, W)
 
 
+def check_global_view():
+    """A block of a global tensor (global_shape, global_start), as Shard(0), Shard(1) and a 2-D mesh would cut it, in
+    several layouts, with one key and with batched keys over the global dims: CUDA == the CPU block == the block of
+    the CPU op on the whole tensor; dropout's backward too."""
+    G = (6, 10, 7)
+    blocks = {"rows": ([2, 10, 7], [2, 0, 0]), "columns, uneven": ([6, 3, 7], [0, 7, 0]),
+              "2-d mesh": ([3, 5, 7], [3, 5, 0]), "inner cut": ([2, 4, 3], [1, 2, 4])}
+    keys = {"one key": state(0x61, 5), "(6,1,1,2)": F.split(state(0x62, 1), 6).view(6, 1, 1, 2),
+            "(6,10,1,2)": F.split(state(0x63, 2), 60).view(6, 10, 1, 2)}
+    gen = torch.Generator().manual_seed(3)
+    t = Tally()
+    for dtype in FLOAT_DTYPES:
+        g = torch.randn(G, generator=gen).to(dtype)
+        for kname, st in keys.items():
+            whole = {op: fn(g, st) for op, fn in FLOAT_OPS.items() if op != "dropout backward"}
+            for bname, (size, start) in blocks.items():
+                cut = tuple(slice(s, s + n) for s, n in zip(start, size))
+                view = dict(global_shape=G, global_start=start)
+                for lname, x in (("contiguous", g[cut].contiguous()), ("transposed", g[cut].transpose(0, 2).contiguous().transpose(0, 2))):
+                    xd = x.to(DEV)
+                    for op, fn in (("uniform", lambda a, k: F.uniform(a, k, -1.5, 2.0, **view)),
+                                   ("quantize_noise", lambda a, k: F.quantize_noise(a, k, 0.5, **view)),
+                                   ("dropout", lambda a, k: F.dropout(a, k, 0.3, **view))):
+                        want = whole["uniform [-1.5,2)" if op == "uniform" else op][cut]
+                        got = fn(xd, st.to(DEV))
+                        t.add(same(got.cpu().contiguous(), want.contiguous(), strides=False) and same(got, fn(x, st)),
+                              f"{op} {dtype} {kname} {bname} {lname}")
+                    xg = xd.detach().requires_grad_()
+                    grad = torch.autograd.grad(F.dropout(xg, st.to(DEV), 0.3, **view), xg, torch.ones_like(xg))[0]
+                    t.add(same(grad.cpu(), torch.autograd.grad(F.dropout(x.requires_grad_(), st, 0.3, **view), x,
+                                                               torch.ones_like(x))[0]), f"dropout backward {dtype} {kname} {bname}")
+    for bname, (size, start) in blocks.items():
+        want = F.bits(list(G), keys["one key"], dtype=torch.int64)[tuple(slice(s, s + n) for s, n in zip(start, size))]
+        got = F.bits(size, keys["one key"].to(DEV), dtype=torch.int64, global_shape=G, global_start=start)
+        t.add(same(got, want.contiguous()), f"bits int64 {bname}")
+    t.record("cuda==cpu", "global view (blocks of a global tensor)")
+
+
 def cpu_state_outcome(t, call, want, what):
     """A batched CPU state with a CUDA x: either the CPU's values, or a ValueError that says why."""
     try:
@@ -670,7 +708,7 @@ def main():
     ready = DEV == "cpu" or (torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key("rngx::uniform", "CUDA"))
     record("setup", "device and CUDA kernels", "pass" if ready else "fail", f"torch {torch.__version__}, {meta['gpu'] or DEV}")
     sections = [("cuda==cpu", check_float_ops), ("cuda==cpu", check_bits), ("cuda==cpu", check_split_fold_in),
-                ("cuda==cpu", check_batched), ("cuda==cpu", check_generator), ("cuda==cpu", check_errors),
+                ("cuda==cpu", check_batched), ("cuda==cpu", check_global_view), ("cuda==cpu", check_generator), ("cuda==cpu", check_errors),
                 ("cuda==cpu", lambda: check_big(args.size_log2)), ("curand", check_curand),
                 ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs)]
     if args.opcheck:

@@ -34,15 +34,41 @@ inline void check_state(const Tensor& state) {
   STD_TORCH_CHECK(state.is_contiguous(), "rngx: state must be contiguous");
 }
 
-// Which key each element of an output of `sizes` uses (docs/stream.md, "Batched states"). The strides live
-// here, so a KeyLayout must outlive the jobs that point into it.
+// A global view's argument (SymInt[]?): the global tensor's shape, or where the output starts in it.
+using GlobalArg = std::optional<std::vector<int64_t>>;
+
+// Checks a global view of an output of `sizes`: both arguments or neither, one entry per dim, the output inside
+// the global tensor, and the global tensor's element count within int64 (stream positions are 64-bit).
+inline bool check_global_view(const int64_t* sizes, int64_t ndim, const GlobalArg& shape, const GlobalArg& start) {
+  STD_TORCH_CHECK(shape.has_value() == start.has_value(),
+                  "rngx: global_shape and global_start go together: pass both or neither");
+  if (!shape.has_value()) return false;
+  STD_TORCH_CHECK(static_cast<int64_t>(shape->size()) == ndim && static_cast<int64_t>(start->size()) == ndim,
+                  "rngx: global_shape and global_start need one entry per dim of the output (", ndim, "), got ",
+                  shape->size(), " and ", start->size());
+  int64_t numel = 1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    const int64_t g = (*shape)[d], s = (*start)[d];
+    STD_TORCH_CHECK(s >= 0 && g >= 0 && s <= g - sizes[d], "rngx: dim ", d, " of the output (size ", sizes[d],
+                    ") starting at global_start ", s, " does not lie inside global_shape's ", g);
+    STD_TORCH_CHECK(!__builtin_mul_overflow(numel, g, &numel), "rngx: global_shape has too many elements");
+  }
+  return true;
+}
+
+// Which key each element of an output of `sizes` uses, and where in its stream (docs/stream.md, "Batched
+// states", "Global view"). The strides live here, so a KeyLayout must outlive the jobs that point into it.
 struct KeyLayout {
-  std::array<int64_t, RNGX_MAX_DIMS> strides{};
+  std::array<int64_t, RNGX_MAX_DIMS> strides{}, positions{};
   rngx_keys keys{};
 
   // pairs: where the kernel reads the state (host memory for the C kernels, device memory for CUDA), or
   // nullptr to pass a CPU state's single key by value (an empty state has no key, and its output no element).
-  KeyLayout(const Tensor& state, const int64_t* sizes, int64_t ndim, const int64_t* pairs) {
+  // With a global view a batched state's dims are the global tensor's.
+  KeyLayout(const Tensor& state, const int64_t* sizes, int64_t ndim, const int64_t* pairs,
+            const GlobalArg& global_shape = std::nullopt, const GlobalArg& global_start = std::nullopt) {
+    const bool global = check_global_view(sizes, ndim, global_shape, global_start);
+    const int64_t* batch_of = global ? global_shape->data() : sizes;
     keys.pairs = pairs;
     if (pairs == nullptr && state.numel() == 2) {
       const auto* s = static_cast<const int64_t*>(state.const_data_ptr());
@@ -56,11 +82,16 @@ struct KeyLayout {
                       "state has ", state.dim() - 1, ", the output ", ndim);
       for (int64_t d = 0; d < ndim; ++d) {
         const int64_t b = state.size(d);
-        STD_TORCH_CHECK(b == 1 || b == sizes[d], "rngx: state's batch dim ", d, " is ", b, ": it must be 1 or ",
-                        sizes[d], " (the output's size)");
+        STD_TORCH_CHECK(b == 1 || b == batch_of[d], "rngx: state's batch dim ", d, " is ", b, ": it must be 1 or ",
+                        batch_of[d], global ? " (global_shape's size)" : " (the output's size)");
         if (b != 1) keys.key_dims = static_cast<int>(d + 1);
         strides[d] = b == 1 ? 0 : state.stride(d);
       }
+    }
+    if (global) {
+      rngx_global_view(&keys, static_cast<int>(ndim), sizes, global_shape->data(), global_start->data(),
+                       positions.data());
+      return;
     }
     for (int64_t d = keys.key_dims; d < ndim; ++d) keys.event *= sizes[d];
     if (keys.event == 0) keys.event = 1;  // an empty output: no element asks for a key

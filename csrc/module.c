@@ -1,5 +1,8 @@
-/* The CPython module. Importing it runs the static op registrations in ops.cpp. It exports only the switch
- * between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path. */
+/* The CPython module. Importing it runs the static op registrations (library.cpp, ops.cpp). It exports only the
+ * switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path.
+ * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
+ * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
+ * library with RTLD_LAZY for its ops. */
 #include <Python.h>
 
 #include "kernels/simd.h"
@@ -26,8 +29,15 @@ static PyObject *set_simd(PyObject *self, PyObject *args) {
   (void)self;
   if (!PyArg_ParseTuple(args, "s", &want)) return NULL;
   for (int p = 0; p < RNGX_SIMD_COUNT; ++p)
-    if (strcmp(want, rngx_simd_name((rngx_simd)p)) == 0 && rngx_simd_select((rngx_simd)p) == 0) Py_RETURN_NONE;
-  return PyErr_Format(PyExc_ValueError, "set_simd: %s is not a path this build and CPU run", want);
+    if (strcmp(want, rngx_simd_name((rngx_simd)p)) == 0 && rngx_simd_select((rngx_simd)p) == 0)
+      return Py_BuildValue(""); /* None */
+  PyObject *builtins = PyImport_ImportModule("builtins");
+  PyObject *value_error = builtins != NULL ? PyObject_GetAttrString(builtins, "ValueError") : NULL;
+  Py_XDECREF(builtins);
+  if (value_error == NULL) return NULL;
+  PyErr_Format(value_error, "set_simd: %s is not a path this build and CPU run", want);
+  Py_DECREF(value_error);
+  return NULL;
 }
 
 static PyMethodDef methods[] = {

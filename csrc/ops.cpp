@@ -20,8 +20,10 @@ void check_cpu_state(const Tensor& state) {
   STD_TORCH_CHECK(state.is_cpu(), "rngx: state must be on the CPU");
 }
 
-KeyLayout keys_for(const Tensor& state, const Tensor& out) {
-  return KeyLayout(state, out.sizes().data(), out.dim(), static_cast<const int64_t*>(state.const_data_ptr()));
+KeyLayout keys_for(const Tensor& state, const Tensor& out, const GlobalArg& global_shape,
+                   const GlobalArg& global_start) {
+  return KeyLayout(state, out.sizes().data(), out.dim(), static_cast<const int64_t*>(state.const_data_ptr()),
+                   global_shape, global_start);
 }
 
 template <class Kernel>
@@ -35,37 +37,38 @@ void check_input(const Tensor& x, const char* name = "x") {
   check_dims(x.dim());
 }
 
-Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
+Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_size(size);
   check_dims(static_cast<int64_t>(size.size()));
   const rngx_dtype dt = bits_dtype(dtype);
   Tensor out = torch::stable::empty(size, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_bits(&job, b, e); });
   return out;
 }
 
-Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
+Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
+               GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
   return out;
 }
 
-Tensor quantize_noise(Tensor x, Tensor state, double half) {
+Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
   return out;
@@ -108,13 +111,13 @@ Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
   return out;
 }
 
-Tensor dropout(Tensor x, Tensor state, double p) {
+Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = dropout_params(p);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_dropout(&job, &params, b, e); });
   return out;

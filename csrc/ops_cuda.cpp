@@ -31,9 +31,10 @@ void check_cuda_state(const Tensor& state, const Tensor& x, const char* name) {
   check_dims(x.dim());
 }
 
-KeyLayout keys_for(const Tensor& state, const Tensor& out) {
+KeyLayout keys_for(const Tensor& state, const Tensor& out, const GlobalArg& global_shape,
+                   const GlobalArg& global_start) {
   const auto* pairs = state.is_cuda() ? static_cast<const int64_t*>(state.const_data_ptr()) : nullptr;
-  return KeyLayout(state, out.sizes().data(), out.dim(), pairs);
+  return KeyLayout(state, out.sizes().data(), out.dim(), pairs, global_shape, global_start);
 }
 
 void* current_stream(int32_t device) {
@@ -52,7 +53,7 @@ void check_launch(int err, const char* op) {
   throw std::runtime_error(text);
 }
 
-Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
+Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg global_shape, GlobalArg global_start) {
   // Only a CUDA state brings bits here; the output goes on its device, as the fake kernel says.
   check_state(state);
   check_size(size);
@@ -61,46 +62,47 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype) {
   const int32_t dev = state.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = torch::stable::new_empty(state, size, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_bits(&job, current_stream(dev)), "rngx.bits");
   return out;
 }
 
-Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype) {
+Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
+               GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, nullptr);
   check_launch(rngx_cuda_uniform(&job, current_stream(dev), &params), "rngx.uniform");
   return out;
 }
 
-Tensor quantize_noise(Tensor x, Tensor state, double half) {
+Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   check_launch(rngx_cuda_quantize_noise(&job, current_stream(dev), &params), "rngx.quantize_noise");
   return out;
 }
 
-Tensor dropout(Tensor x, Tensor state, double p) {
+Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = dropout_params(p);
   const int32_t dev = x.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
   const rngx_job job = make_job(keys, dt, out, &x);
   check_launch(rngx_cuda_dropout(&job, current_stream(dev), &params), "rngx.dropout");
   return out;

@@ -13,6 +13,8 @@ The Functions are what torch.func needs; elsewhere the ops are called directly, 
 registered autograd formulas (_ops.py): torch.compile does not trace a custom jvp, and in plain eager code an
 autograd.Function costs several op calls' worth of time.
 """
+import math
+
 import torch
 
 from . import _ops, _replay, functional
@@ -27,6 +29,16 @@ def _per_row(key, n, row_dims):
     """The same key for each of n rows: a batched state (docs/stream.md) whose runs are the rows."""
     shape = (n, *([1] * row_dims), 2) if key.dim() == 1 else (n, *key.shape)
     return key.expand(shape).contiguous()
+
+
+def _numel(x, params):
+    """The elements a call draws for: the global tensor's under a global view (params end with it)."""
+    return x.numel() if params[-2] is None else math.prod(params[-2])
+
+
+def _batched(params, n):
+    """params with the global view (if any) given a leading batch dim of n."""
+    return (*params[:-2], *_ops.batched_view(n, params[-2], params[-1]))
 
 
 def _draw(owner, numel, dtype):
@@ -90,12 +102,12 @@ def _functions(kind, kernel):
             else:
                 key = key.movedim(in_dims[1], 0)
                 keys = key.view(info.batch_size, *([1] * (x.dim() - 1)), 2) if key.dim() == 2 else key
-            return Sample.apply(x, keys, *params), 0
+            return Sample.apply(x, keys, *_batched(params, info.batch_size)), 0
 
     class Draw(torch.autograd.Function):
         @staticmethod
         def forward(x, owner, dtype, *params):
-            key = _draw(owner, x.numel(), dtype)
+            key = _draw(owner, _numel(x, params), dtype)
             with torch._C._AutoDispatchBelowAutograd():
                 return kernel(x, key, *params), key
 
@@ -122,11 +134,11 @@ def _functions(kind, kernel):
                 raise RuntimeError(_RANDOMNESS_ERROR)
             x = _rows(info, in_dims[0], x)
             if info.randomness == "same":
-                key = _draw(owner, x[0].numel(), dtype)
-                out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *params)
+                key = _draw(owner, _numel(x[0], params), dtype)
+                out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *_batched(params, info.batch_size))
             else:
-                key = _draw(owner, x.numel(), dtype)
-                out = Sample.apply(x, key, *params)
+                key = _draw(owner, _numel(x[0], params) * info.batch_size, dtype)
+                out = Sample.apply(x, key, *_batched(params, info.batch_size))
             return (out, key), (0, None)
 
     class Eager(torch.autograd.Function):
@@ -168,15 +180,15 @@ FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock throu
 
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
-        return _KERNELS[kind](x, _draw(owner, x.numel(), dtype), *params)
+        return _KERNELS[kind](x, _draw(owner, _numel(x, params), dtype), *params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
-    if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu
+    if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
             and x.numel() <= FUSED_MAX and (kind == "uniform" or not (x.requires_grad and torch.is_grad_enabled()))
             and _replay.plain_eager()):
         with _ops.take_lock, torch._C._AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
-            return _FUSED[kind](owner, x, *params)
-    return _eager(kind, x, _eager_key(owner, x.numel(), dtype), params)
+            return _FUSED[kind](owner, x, *params[:-2])
+    return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype), params)
 
 
 def key_for(x, owner, numel, dtype):
@@ -237,17 +249,17 @@ class ChannelDropout(torch.autograd.Function):
     words, against the N * C values autograd would otherwise keep."""
 
     @staticmethod
-    def forward(ctx, x, key, p):
+    def forward(ctx, x, key, p, view):
         ctx.save_for_backward(key)
-        ctx.p, ctx.like = p, x.new_empty(()).expand(x.shape)  # x's shape and dtype, one element of storage
-        return x * functional._channel_mask(x, key, p)
+        ctx.p, ctx.view, ctx.like = p, view, x.new_empty(()).expand(x.shape)  # x's shape and dtype, 1 element
+        return x * functional._channel_mask(x, key, p, view)
 
     @staticmethod
     def backward(ctx, grad):
         (key,) = ctx.saved_tensors
         if torch.is_grad_enabled():  # a double backward differentiates this too
-            return ChannelDropout.apply(grad, key, ctx.p), None, None
-        return grad * functional._channel_mask(ctx.like, key, ctx.p), None, None
+            return ChannelDropout.apply(grad, key, ctx.p, ctx.view), None, None, None
+        return grad * functional._channel_mask(ctx.like, key, ctx.p, ctx.view), None, None, None
 
 
 def _eager(kind, x, key, params):

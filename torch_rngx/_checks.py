@@ -212,46 +212,74 @@ def fold_data(data, s, name="data"):
     return torch.tensor(data - (1 << 64) if data >= 1 << 63 else data, dtype=torch.int64, device=s.device)
 
 
+def global_view(shape, global_shape, global_start):
+    """A global view (docs/stream.md, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
+    that starts at global_start. Returns both as lists, or (None, None) for no view."""
+    if (global_shape is None) != (global_start is None):
+        raise ValueError("global_shape and global_start go together: pass both or neither")
+    if global_shape is None:
+        return None, None
+    gshape, gstart = size(global_shape, "global_shape"), size(global_start, "global_start")
+    for name, v in (("global_shape", gshape), ("global_start", gstart)):
+        if len(v) != len(shape):
+            raise ValueError(f"{name} needs one entry per dim of the tensor ({len(shape)}), got {len(v)}")
+    for d, (n, g, s) in enumerate(zip(shape, gshape, gstart)):
+        if all(isinstance(v, int) for v in (n, g, s)) and s + n > g:
+            raise ValueError(f"global_shape and global_start do not contain the tensor: its dim {d} (size {n}) "
+                             f"starting at global_start[{d}]={s} ends past global_shape[{d}]={g}")
+    return gshape, gstart
+
+
+def _batch_shape(shape, view):
+    """The shape a batched state's dims must match: the global tensor's under a global view."""
+    return shape if view[0] is None else view[0]
+
+
 # ---- one validator per op, shared by the public function and the fake kernel (so compile-time checks equal
-# eager ones); each returns the op's parameters as the kernels take them ----
+# eager ones); each returns the op's parameters as the kernels take them, ending with the global view ----
 
-def for_bits(size_, key, dtype):
+def for_bits(size_, key, dtype, global_shape=None, global_start=None):
     size_ = size(size_)
-    state(key, shape=size_)
+    view = global_view(size_, global_shape, global_start)
+    state(key, shape=_batch_shape(size_, view))
     int_dtype(dtype, "dtype")
-    return size_
+    return size_, *view
 
 
-def for_uniform(like, key, low, high, dtype):
+def for_uniform(like, key, low, high, dtype, global_shape=None, global_start=None):
     strided(like, "like")
-    state(key, shape=like.shape)
+    view = global_view(like.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(like.shape, view))
     same_device(like, key, "like")
     float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    return interval(low, high, like.dtype if dtype is None else dtype)
+    return *interval(low, high, like.dtype if dtype is None else dtype), dtype, *view
 
 
-def for_noise(x, key, half):
+def for_noise(x, key, half, global_shape=None, global_start=None):
     float_tensor(x)
-    state(key, shape=x.shape)
+    view = global_view(x.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(x.shape, view))
     same_device(x, key)
-    return half_width(half, dtype=x.dtype)
+    return half_width(half, dtype=x.dtype), *view
 
 
-def for_dropout(x, key, p):
+def for_dropout(x, key, p, global_shape=None, global_start=None):
     float_tensor(x)
-    state(key, shape=x.shape)
+    view = global_view(x.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(x.shape, view))
     same_device(x, key)
-    return probability(p)
+    return probability(p), *view
 
 
-def for_feature(x, key, p, name="x"):
+def for_feature(x, key, p, global_shape=None, global_start=None, name="x"):
     """Channel (feature) dropout: x has a batch and a channel dim; a batched key may vary along those two only."""
     float_tensor(x, name)
     if x.dim() < 2:
         raise ValueError(f"{name} must have at least 2 dims (batch, channel, ...) for channel dropout, got {x.dim()}")
-    state(key, shape=x.shape)
+    view = global_view(x.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(x.shape, view))
     if key.dim() > 3 and any(b != 1 for b in key.shape[2:-1]):
         raise ValueError(f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
                          f"decision per (batch, channel), so only the first two batch dims may be larger than 1")
     same_device(x, key, name)
-    return probability(p)
+    return probability(p), *view

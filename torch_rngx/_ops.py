@@ -1,44 +1,33 @@
-"""The rngx custom ops, in one place: schemas, fake kernels and autograd formulas.
+"""The rngx custom ops' Python side: fake kernels, autograd formulas, vmap rules, seed_state and take_'s journal.
 
-The CPU kernels are C (csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of
-its inputs: the stream position comes in as an explicit `state` tensor of [seed, offset] keys (int64 or
-uint64, offset in Philox blocks; shape (2,) or batched (*B, 2)), so eager, compiled and exported code compute
-the same bits. The one exception is `seed_state`, which draws a fresh
-seed from torch's default CPU generator; it is tagged nondeterministic_seeded so no compiler pass
-deduplicates or drops it.
+The schemas live in csrc/library.cpp (loading the shared library alone defines the ops); the CPU kernels are C
+(csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of its inputs: the stream position
+comes in as an explicit `state` tensor of [seed, offset] keys (int64 or uint64, offset in Philox blocks; shape (2,)
+or batched (*B, 2)), so eager, compiled and exported code compute the same bits. The one exception is
+`seed_state`, which draws a fresh seed from torch's default CPU generator; it is tagged nondeterministic_seeded so
+no compiler pass deduplicates or drops it.
 """
 import threading
 
 import torch
 
+from . import _C  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
 from . import _checks, _replay
 
-_lib = torch.library.Library("rngx", "DEF")
-_lib.define("bits(SymInt[] size, Tensor state, ScalarType dtype) -> Tensor")
-_lib.define("uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None) -> Tensor")
-_lib.define("quantize_noise(Tensor x, Tensor state, float half) -> Tensor")
-_lib.define("dropout(Tensor x, Tensor state, float p) -> Tensor")
+# seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
+_lib = torch.library.Library("rngx", "FRAGMENT")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
-_lib.define("split(Tensor state, int num) -> Tensor")
-_lib.define("fold_in(Tensor state, Tensor data) -> Tensor")
-_lib.define("take_(Tensor(a!) state, SymInt blocks) -> Tensor")
-# The eager fast path: a CPU Generator's step and the op in one dispatcher call (no autograd: used only where no
-# gradient flows, and never traced; _autograd.draw).
-_lib.define("uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) -> Tensor")
-_lib.define("quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor")
 # Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
 # them: an ordered effect threads a token through every call, in program order.
 _lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
-
-from . import _C  # noqa: E402,F401  (registers the CPU kernels of the ops defined above)
 
 ops = torch.ops.rngx
 
 
 # ---- bits ----
 @torch.library.register_fake("rngx::bits")
-def _(size, state, dtype):
-    return state.new_empty(_checks.for_bits(size, state, dtype), dtype=dtype)
+def _(size, state, dtype, global_shape=None, global_start=None):
+    return state.new_empty(_checks.for_bits(size, state, dtype, global_shape, global_start)[0], dtype=dtype)
 
 
 # ---- split / fold_in: new keys derived from old ones; not differentiable ----
@@ -59,8 +48,8 @@ def _(state, data):
 
 # ---- uniform ----
 @torch.library.register_fake("rngx::uniform")
-def _(like, state, low, high, dtype=None):
-    _checks.for_uniform(like, state, low, high, dtype)
+def _(like, state, low, high, dtype=None, global_shape=None, global_start=None):
+    _checks.for_uniform(like, state, low, high, dtype, global_shape, global_start)
     return torch.empty_like(like, dtype=dtype)
 
 
@@ -69,7 +58,7 @@ def _uniform_setup(ctx, inputs, output):
 
 
 def _uniform_backward(ctx, grad):
-    return None, None, None, None, None
+    return (None,) * 7
 
 
 torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_context=_uniform_setup)
@@ -77,13 +66,13 @@ torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_contex
 
 # ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
 @torch.library.register_fake("rngx::quantize_noise")
-def _(x, state, half):
-    _checks.for_noise(x, state, half)
+def _(x, state, half, global_shape=None, global_start=None):
+    _checks.for_noise(x, state, half, global_shape, global_start)
     return torch.empty_like(x)
 
 
 def _noise_backward(ctx, grad):
-    return grad, None, None
+    return grad, None, None, None, None
 
 
 torch.library.register_autograd("rngx::quantize_noise", _noise_backward, setup_context=lambda ctx, inputs, output: None)
@@ -91,23 +80,22 @@ torch.library.register_autograd("rngx::quantize_noise", _noise_backward, setup_c
 
 # ---- dropout: backward recomputes the mask from (state, p); no mask is ever stored ----
 @torch.library.register_fake("rngx::dropout")
-def _(x, state, p):
-    _checks.for_dropout(x, state, p)
+def _(x, state, p, global_shape=None, global_start=None):
+    _checks.for_dropout(x, state, p, global_shape, global_start)
     return torch.empty_like(x)
 
 
 def _dropout_setup(ctx, inputs, output):
-    _, state, p = inputs
+    _, state, *ctx.params = inputs
     ctx.save_for_backward(state)
-    ctx.p = p
 
 
 def _dropout_backward(ctx, grad):
     (state,) = ctx.saved_tensors
     if torch.is_grad_enabled():  # double backward: dropout's own formula again
-        return ops.dropout(grad, state, ctx.p), None, None
+        return ops.dropout(grad, state, *ctx.params), None, None, None, None
     with torch._C._AutoDispatchBelowAutograd():
-        return ops.dropout(grad, state, ctx.p), None, None
+        return ops.dropout(grad, state, *ctx.params), None, None, None, None
 
 
 torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_context=_dropout_setup)
@@ -139,10 +127,15 @@ def advance(state, blocks):
     return taken
 
 
-@torch.library.impl(_lib, "take_", "CompositeExplicitAutograd")
-def _(state, blocks):
+# The CPU and CUDA kernels take precedence over the C++ one (CompositeExplicitAutograd, for processes without
+# Python), so in Python every step goes through the journal.
+def _take(state, blocks):
     _check_take(state, blocks)
     return _replay.draw(state, lambda: advance(state, blocks))
+
+
+for _key in ("CPU", "CUDA"):
+    _lib.impl("take_", _take, _key)
 
 
 @torch.library.register_fake("rngx::take_")
@@ -187,12 +180,18 @@ def _front(t, dim, n):
     return t.movedim(dim, 0) if dim is not None else t.expand(n, *t.shape)
 
 
+def batched_view(n, global_shape, global_start):
+    """A global view with a batch dim of n in front (each row is a whole batch entry)."""
+    return (None, None) if global_shape is None else ([n, *global_shape], [0, *global_start])
+
+
 @torch.library.register_vmap("rngx::bits")
-def _(info, in_dims, size, state, dtype):
+def _(info, in_dims, size, state, dtype, global_shape=None, global_start=None):
     keys = state.movedim(in_dims[1], 0)
     if keys.dim() == 2:
         keys = keys.view(info.batch_size, *([1] * len(size)), 2)
-    return ops.bits([info.batch_size, *size], keys.contiguous(), dtype), 0
+    view = batched_view(info.batch_size, global_shape, global_start)
+    return ops.bits([info.batch_size, *size], keys.contiguous(), dtype, *view), 0
 
 
 @torch.library.register_vmap("rngx::split")

@@ -14,6 +14,9 @@ Samplers (like: the output's shape, strides and device):
     bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
     quantize_noise(x, state, half), dropout(x, state, p),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
+Every sampler also takes keyword-only global_shape= and global_start= (both or neither): the tensor is then the
+block of a global tensor that starts at global_start, and gets exactly that block of the op on the global tensor
+(docs/stream.md, "Global view"; docs/distributed.md).
 """
 import math
 import operator
@@ -79,27 +82,28 @@ def fold_in(state, data):
     return ops.fold_in(state, _checks.fold_data(data, state))
 
 
-def bits(size, state, *, dtype=torch.int32):
+def bits(size, state, *, dtype=torch.int32, global_shape=None, global_start=None):
     """Raw stream bits of `size`, as torch.func._random.bits (torch 2.15): integer dtypes of up to 32 bits take
     one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds each
     word's 32 bits, so negative values appear."""
-    return ops.bits(_checks.for_bits(size, state, dtype), state, dtype)
+    size, *view = _checks.for_bits(size, state, dtype, global_shape, global_start)
+    return ops.bits(size, state, dtype, *view)
 
 
-def uniform(like, state, low=0.0, high=1.0, *, dtype=None):
+def uniform(like, state, low=0.0, high=1.0, *, dtype=None, global_shape=None, global_start=None):
     """U[low, high) with the dtype (or `dtype`), device and strides of torch.empty_like(like)."""
-    low, high = _checks.for_uniform(like, state, low, high, dtype)
-    return _autograd.sample("uniform", like, state, low, high, dtype)
+    params = _checks.for_uniform(like, state, low, high, dtype, global_shape, global_start)
+    return _autograd.sample("uniform", like, state, *params)
 
 
-def quantize_noise(x, state, half=0.5):
+def quantize_noise(x, state, half=0.5, *, global_shape=None, global_start=None):
     """x + U[-half, half) in one pass; differentiable, with d/dx = 1."""
-    return _autograd.sample("noise", x, state, _checks.for_noise(x, state, half))
+    return _autograd.sample("noise", x, state, *_checks.for_noise(x, state, half, global_shape, global_start))
 
 
-def dropout(x, state, p):
+def dropout(x, state, p, *, global_shape=None, global_start=None):
     """Keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes the mask from `state`."""
-    return _autograd.sample("dropout", x, state, _checks.for_dropout(x, state, p))
+    return _autograd.sample("dropout", x, state, *_checks.for_dropout(x, state, p, global_shape, global_start))
 
 
 # ---- channel and alpha dropout: compositions of the dropout stream (docs/stream.md, "Channel and alpha dropout") ----
@@ -107,44 +111,47 @@ def dropout(x, state, p):
 SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to alpha' = -SELU_ALPHA, like torch
 
 
-def feature_dropout(x, state, p):
+def feature_dropout(x, state, p, *, global_shape=None, global_start=None):
     """Channel dropout (torch's feature_dropout): one keep/drop decision per (n, c), from the dropout stream of an
     (N, C) tensor, applied to the whole x[n, c]: x * m[n, c], m = 1/(1-p) or 0. A batched state may vary along
-    the first two dims only."""
-    return _feature_dropout(x, state, _checks.for_feature(x, state, p))
+    the first two dims only. Under a global view, the (N, C) tensor is the global one's first two dims."""
+    p, *view = _checks.for_feature(x, state, p, global_shape, global_start)
+    return _feature_dropout(x, state, p, view)
 
 
-def alpha_dropout(x, state, p):
+def alpha_dropout(x, state, p, *, global_shape=None, global_start=None):
     """torch's alpha dropout with the dropout stream's mask: kept a*x + alpha*a*p, dropped -alpha*a*(1-p),
     a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit variance."""
-    return _alpha_dropout(x, _mask_of(x, state, _checks.for_dropout(x, state, p)), p)
+    p, *view = _checks.for_dropout(x, state, p, global_shape, global_start)
+    return _alpha_dropout(x, _mask_of(x, state, p, view), p)
 
 
-def feature_alpha_dropout(x, state, p):
+def feature_alpha_dropout(x, state, p, *, global_shape=None, global_start=None):
     """alpha_dropout with one decision per (n, c), as feature_dropout."""
-    p = _checks.for_feature(x, state, p)
-    return _alpha_dropout(x, _channel_mask(x, state, p), p)
+    p, *view = _checks.for_feature(x, state, p, global_shape, global_start)
+    return _alpha_dropout(x, _channel_mask(x, state, p, view), p)
 
 
-def _channel_mask(x, key, p):
+def _channel_mask(x, key, p, view):
     """m[n, c] = dropout of ones (x's dtype) with the key, shaped (N, C, 1, ...) to broadcast over x[n, c]."""
     n, c = x.shape[0], x.shape[1]
     if key.dim() > 1:  # (B0, B1, 1, ..., 2): the key of each (n, c) segment of the (N, C) mask
         key = key.reshape(key.shape[0], key.shape[1], 2)
-    m = _autograd.sample("dropout", x.new_ones((n, c)), key, p)
+    view = [None, None] if view[0] is None else [view[0][:2], view[1][:2]]
+    m = _autograd.sample("dropout", x.new_ones((n, c)), key, p, *view)
     return m.view(n, c, *([1] * (x.dim() - 2)))
 
 
-def _mask_of(x, key, p):
-    return _autograd.sample("dropout", torch.ones_like(x), key, p)
+def _mask_of(x, key, p, view):
+    return _autograd.sample("dropout", torch.ones_like(x), key, p, *view)
 
 
-def _feature_dropout(x, key, p):
+def _feature_dropout(x, key, p, view):
     if p == 1:  # as torch: x * 0 (NaN stays NaN)
         return x * 0
     if _autograd.plain_eager_grad(x):  # backward recomputes the (N, C) scale from the key
-        return _autograd.ChannelDropout.apply(x, key, p)
-    return x * _channel_mask(x, key, p)
+        return _autograd.ChannelDropout.apply(x, key, p, view)
+    return x * _channel_mask(x, key, p, view)
 
 
 def _alpha_dropout(x, m, p):

@@ -1,6 +1,11 @@
 """Stateful functions, like torch's: each call takes its key from a Generator or an nn.RNG module (advancing
 it), or, with generator=None, draws a fresh seed from torch's default CPU generator, so torch.manual_seed
-reproduces the sequence in eager and compiled code alike."""
+reproduces the sequence in eager and compiled code alike.
+
+Each also takes keyword-only global_shape= and global_start= (both or neither): x is then the block of a global
+tensor that starts at global_start, the call returns that block of the call on the global tensor, and the
+Generator advances by the global tensor's blocks, the same on every rank (docs/distributed.md)."""
+import math
 import warnings
 
 import torch
@@ -10,28 +15,31 @@ from ._autograd import draw, key_for
 from .generator import owner_of
 
 
-def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None):
+def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None, global_shape=None, global_start=None):
     """U[low, high) shaped, strided and placed like torch.empty_like(x, dtype=dtype)."""
     _checks.strided(x, "x")
     _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
     out_dtype = x.dtype if dtype is None else dtype
     low, high = _checks.interval(low, high, out_dtype)
-    return draw("uniform", x, owner_of(generator), out_dtype, low, high, dtype)
+    view = _checks.global_view(x.shape, global_shape, global_start)
+    return draw("uniform", x, owner_of(generator), out_dtype, low, high, dtype, *view)
 
 
-def rand_like(x, *, generator=None, dtype=None):
+def rand_like(x, *, generator=None, dtype=None, global_shape=None, global_start=None):
     """U[0, 1), like torch.rand_like."""
-    return uniform_like(x, 0.0, 1.0, generator=generator, dtype=dtype)
+    return uniform_like(x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape,
+                        global_start=global_start)
 
 
-def quantize(x, mode="noise", means=None, *, generator=None):
+def quantize(x, mode="noise", means=None, *, generator=None, global_shape=None, global_start=None):
     """CompressAI's EntropyModel.quantize: "noise" -> x + U[-0.5, 0.5); "dequantize" -> round(x - means) +
     means; "symbols" -> round(x - means).int(). Only "noise" draws random numbers."""
     if mode not in ("noise", "dequantize", "symbols"):
         raise ValueError(f'mode must be "noise", "dequantize" or "symbols", got {mode!r}')
     _checks.float_tensor(x)
+    view = _checks.global_view(x.shape, global_shape, global_start)
     if mode == "noise":
-        return draw("noise", x, owner_of(generator), x.dtype, 0.5)
+        return draw("noise", x, owner_of(generator), x.dtype, 0.5, *view)
     if means is not None:
         _checks.tensor(means, "means")
         try:
@@ -48,72 +56,84 @@ def quantize(x, mode="noise", means=None, *, generator=None):
 
 # ---- the dropout family, with torch.nn.functional's signatures (plus keyword-only generator=) ----
 
-def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
     """torch.nn.functional.dropout: each element kept (scaled by 1/(1-p)) iff its u >= p; the identity, drawing
     nothing, when not training. inplace=True writes the result into input and returns input."""
-    return dropout_from("dropout", input, p, training, inplace, owner_of(generator))
+    return dropout_from("dropout", input, p, training, inplace,
+                        owner_of(generator), (global_shape, global_start))
 
 
-def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None):
+def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
     """torch.nn.functional.dropout1d: one decision per (n, c) of an (N, C, L) input, or per channel of (C, L)."""
-    return dropout_from("dropout1d", input, p, training, inplace, owner_of(generator))
+    return dropout_from("dropout1d", input, p, training, inplace,
+                        owner_of(generator), (global_shape, global_start))
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None):
+def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
     """torch.nn.functional.dropout2d: one decision per (n, c) of an (N, C, H, W) input; torch's warnings for
     other ranks (a 3D input is taken as (N, C, L), as torch does)."""
-    return dropout_from("dropout2d", input, p, training, inplace, owner_of(generator))
+    return dropout_from("dropout2d", input, p, training, inplace,
+                        owner_of(generator), (global_shape, global_start))
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None):
+def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None, global_start=None):
     """torch.nn.functional.dropout3d: one decision per (n, c) of an (N, C, D, H, W) input, or per channel of
     (C, D, H, W)."""
-    return dropout_from("dropout3d", input, p, training, inplace, owner_of(generator))
+    return dropout_from("dropout3d", input, p, training, inplace,
+                        owner_of(generator), (global_shape, global_start))
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None):
+def alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None, global_start=None):
     """torch.nn.functional.alpha_dropout (note: training defaults to False, as in torch)."""
-    return dropout_from("alpha_dropout", input, p, training, inplace, owner_of(generator))
+    return dropout_from("alpha_dropout", input, p, training, inplace,
+                        owner_of(generator), (global_shape, global_start))
 
 
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None):
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None, global_start=None):
     """torch.nn.functional.feature_alpha_dropout: alpha dropout with one decision per (n, c)."""
-    return dropout_from("feature_alpha_dropout", input, p, training, inplace, owner_of(generator))
+    return dropout_from("feature_alpha_dropout", input, p, training, inplace,
+                        owner_of(generator), (global_shape, global_start))
 
 
-def dropout_from(kind, x, p, training, inplace, owner):
+def dropout_from(kind, x, p, training, inplace, owner, view=(None, None)):
     """The dropout family drawing from `owner` (a state tensor advanced in place, or None for torch's
-    generator). Draws nothing when not training or x is empty, as torch."""
+    generator), under the global view (global_shape, global_start) if given. Draws nothing when not training
+    or x is empty, as torch."""
     _checks.float_tensor(x, "input")
     p = _checks.probability(p)
+    view = _checks.global_view(x.shape, *view)
     if not isinstance(training, bool) or not isinstance(inplace, bool):
         raise TypeError(f"training and inplace must be bools, got {type(training).__name__} and "
                         f"{type(inplace).__name__}")
     if kind in _CHANNEL_RANKS:
         batched = _channel_rank(kind, x.dim())
-        out = _channel(kind, x if batched else x.unsqueeze(0), p, training, owner)
+        if not batched and view[0] is not None:
+            view = ([1, *view[0]], [0, *view[1]])
+        out = _channel(kind, x if batched else x.unsqueeze(0), p, training, owner, view)
         out = out if batched else out.squeeze(0)
     elif not training:
         out = x
-    elif kind == "dropout":
-        out = draw("dropout", x, owner, x.dtype, p)
-    else:  # alpha_dropout
-        key = key_for(x, owner, x.numel(), x.dtype)
-        out = functional._alpha_dropout(x, functional._mask_of(x, key, p), p)
+    else:
+        if kind == "dropout":
+            out = draw("dropout", x, owner, x.dtype, p, *view)
+        else:  # alpha_dropout
+            key = key_for(x, owner, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
+            out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
     if inplace and out is not x:
         return x.copy_(out)
     return out
 
 
-def _channel(kind, x, p, training, owner):
+def _channel(kind, x, p, training, owner, view):
     if not training:
         return x
     if x.dim() < 2:
         raise RuntimeError(f"{kind}: channel dropout needs at least 2 dims (batch, channel), got a {x.dim()}D input")
-    key = key_for(x, owner, x.shape[0] * x.shape[1], x.dtype)
+    n, c = x.shape[:2] if view[0] is None else view[0][:2]
+    key = key_for(x, owner, n * c, x.dtype)
     if kind == "feature_alpha_dropout":
-        return functional._alpha_dropout(x, functional._channel_mask(x, key, p), p)
-    return functional._feature_dropout(x, key, p)
+        return functional._alpha_dropout(x, functional._channel_mask(x, key, p, view), p)
+    return functional._feature_dropout(x, key, p, view)
 
 
 # The channel dropouts' batched rank (torch: dropout1d (N, C, L), dropout2d (N, C, H, W), dropout3d (N, C, D, H, W));

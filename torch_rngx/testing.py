@@ -51,6 +51,14 @@ def samples(device="cpu"):
                 for p in (0.0, 0.3, 1.0):
                     yield ops.dropout.default, (x, state, p)
         yield ops.uniform.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
+        # a global view: x is the block at (1, 2, 0) of a (6, 4, 5) tensor, batched keys over the global dim 0
+        view = ([6, 4, 5], [1, 2, 0])
+        wide = torch.stack([state + i for i in range(6)]).view(6, 1, 1, 2)
+        xs = torch.randn(3, 2, 5, device=device).to(dtype).requires_grad_()
+        yield ops.uniform.default, (xs, wide, -1.0, 1.0, None, *view)
+        yield ops.quantize_noise.default, (xs, state, 0.5, *view)
+        yield ops.dropout.default, (xs, wide, 0.3, *view)
+    yield ops.bits.default, ([3, 2, 5], state, torch.int64, [6, 4, 5], [1, 2, 0])
 
 
 def opcheck_all(device="cpu"):

@@ -30,26 +30,25 @@ constexpr int64_t kMaxBlocks = 4096;
 // itself (CUDA-graph safe), or the single key is passed by value (pairs == nullptr).
 struct Keys {
   const int64_t *pairs;
-  uint64_t seed, offset;
-  int key_dims;
+  uint64_t seed, offset, first;
+  int key_dims, seg_dims;  // seg_dims: max(rngx_keys' key_dims, seg_dims), the dims that index segments
   int64_t event;
-  int64_t sizes[RNGX_MAX_DIMS], strides[RNGX_MAX_DIMS];
+  int64_t sizes[RNGX_MAX_DIMS], strides[RNGX_MAX_DIMS];  // strides: the key's (d < key_dims), else positions'
 
-  // The key of segment q (ops.c: rngx_key_of_segment).
-  __device__ __forceinline__ void key_of_segment(int64_t q, uint64_t &s, uint64_t &o) const {
-    if (pairs == nullptr) {
-      s = seed;
-      o = offset;
-      return;
-    }
+  // The key of segment q and its first element's stream position (ops.c: rngx_key_of_segment). (seed0,
+  // offset0): the job's key when it has one, read once per thread.
+  __device__ __forceinline__ void segment(int64_t q, uint64_t seed0, uint64_t offset0, uint64_t &s, uint64_t &o,
+                                          uint64_t &pos) const {
     int64_t at = 0;
-    for (int d = key_dims - 1; d >= 0; --d) {
-      const int64_t r = q / sizes[d];
-      at += (q - r * sizes[d]) * strides[d];
+    pos = first;
+    for (int d = seg_dims - 1; d >= 0; --d) {
+      const int64_t r = q / sizes[d], digit = q - r * sizes[d];
+      if (d < key_dims) at += digit * strides[d];
+      else pos += (uint64_t)digit * (uint64_t)strides[d];
       q = r;
     }
-    s = (uint64_t)pairs[at];
-    o = (uint64_t)pairs[at + 1];
+    s = key_dims == 0 ? seed0 : (uint64_t)pairs[at];
+    o = key_dims == 0 ? offset0 : (uint64_t)pairs[at + 1];
   }
 };
 
@@ -82,27 +81,30 @@ __device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint
 // The key of a job with one key (key_dims == 0), read once per thread; zeros otherwise.
 __device__ __forceinline__ void single_key(const Keys &keys, uint64_t &seed, uint64_t &offset) {
   seed = offset = 0;
-  if (keys.key_dims == 0) keys.key_of_segment(0, seed, offset);
+  if (keys.key_dims == 0) {
+    seed = keys.pairs == nullptr ? keys.seed : (uint64_t)keys.pairs[0];
+    offset = keys.pairs == nullptr ? keys.offset : (uint64_t)keys.pairs[1];
+  }
 }
 
-// The words of logical elements i0 .. i0 + 3: from one key's segment when they lie in one, else element by
-// element. (seed0, offset0): the job's key when it has one key.
+// The words of logical elements i0 .. i0 + 3: from one segment when they lie in one, else element by element.
+// (seed0, offset0): the job's key when it has one key.
 template <int K>
 __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, uint64_t offset0, int64_t i0,
                                             uint32_t (&w)[4 * K]) {
-  const int64_t q = keys.key_dims == 0 ? 0 : i0 / keys.event, j = i0 - q * keys.event;
-  uint64_t seed = seed0, offset = offset0;
-  if (keys.key_dims != 0) keys.key_of_segment(q, seed, offset);
+  const int64_t q = keys.seg_dims == 0 ? 0 : i0 / keys.event, j = i0 - q * keys.event;
+  uint64_t seed = seed0, offset = offset0, pos = keys.first;
+  if (keys.seg_dims != 0) keys.segment(q, seed0, offset0, seed, offset, pos);
   if (j + 4 <= keys.event) {
-    fetch_words<K>(seed, offset, (uint64_t)K * (uint64_t)j, w);
+    fetch_words<K>(seed, offset, (uint64_t)K * (pos + (uint64_t)j), w);
     return;
   }
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
-    keys.key_of_segment(qe, seed, offset);
+    keys.segment(qe, seed0, offset0, seed, offset, pos);
 #pragma unroll
-    for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (uint64_t)je + r);
+    for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (pos + (uint64_t)je) + r);
   }
 }
 
@@ -263,15 +265,18 @@ inline unsigned blocks_for(int64_t groups) {
 inline unsigned clamp_dim(int64_t v, int64_t most) { return (unsigned)(v < most ? v : most); }
 
 inline Keys keys_of(const rngx_job *job) {
+  const rngx_keys &jk = job->keys;
   Keys k{};
-  k.pairs = job->keys.pairs;
-  k.seed = job->keys.seed;
-  k.offset = job->keys.offset;
-  k.key_dims = job->keys.key_dims;
-  k.event = job->keys.event;
-  for (int d = 0; d < k.key_dims; ++d) {
+  k.pairs = jk.pairs;
+  k.seed = jk.seed;
+  k.offset = jk.offset;
+  k.first = jk.first;
+  k.key_dims = jk.key_dims;
+  k.seg_dims = jk.seg_dims > jk.key_dims ? jk.seg_dims : jk.key_dims;
+  k.event = jk.event;
+  for (int d = 0; d < k.seg_dims; ++d) {
     k.sizes[d] = job->sizes[d];
-    k.strides[d] = job->keys.key_strides[d];
+    k.strides[d] = d < k.key_dims ? jk.key_strides[d] : jk.pos_strides[d];
   }
   return k;
 }

@@ -273,44 +273,81 @@ typedef struct {
   int64_t size; /* element size in bytes */
 } rngx_walk;
 
-void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset) {
+void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset, uint64_t *pos) {
   const rngx_keys *keys = &job->keys;
-  if (keys->pairs == NULL) {
-    *seed = keys->seed;
-    *offset = keys->offset;
-    return;
-  }
+  const int seg_dims = keys->seg_dims > keys->key_dims ? keys->seg_dims : keys->key_dims;
   int64_t at = 0;
-  for (int d = keys->key_dims - 1; d >= 0; --d) {
-    at += q % job->sizes[d] * keys->key_strides[d];
-    q /= job->sizes[d];
+  *pos = keys->first;
+  for (int d = seg_dims - 1; d >= 0; --d) {
+    const int64_t r = q / job->sizes[d], digit = q - r * job->sizes[d];
+    if (d < keys->key_dims) at += digit * keys->key_strides[d];
+    else *pos += (uint64_t)digit * (uint64_t)keys->pos_strides[d];
+    q = r;
   }
-  *seed = (uint64_t)keys->pairs[at];
-  *offset = (uint64_t)keys->pairs[at + 1];
+  *seed = keys->pairs == NULL ? keys->seed : (uint64_t)keys->pairs[at];
+  *offset = keys->pairs == NULL ? keys->offset : (uint64_t)keys->pairs[at + 1];
 }
 
-/* The first word of element i is lane (k * j) % 4 of its key's stream, j = i % event. */
+void rngx_global_view(rngx_keys *keys, int ndim, const int64_t *sizes, const int64_t *global_shape,
+                      const int64_t *global_start, int64_t *pos_strides) {
+  int64_t above = 1; /* stream positions per step of dim d: the global event dims after d */
+  keys->first = 0;
+  keys->seg_dims = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (d < keys->key_dims) {
+      if (keys->pairs != NULL) keys->pairs += global_start[d] * keys->key_strides[d];
+      continue;
+    }
+    pos_strides[d] = above;
+    keys->first += (uint64_t)global_start[d] * (uint64_t)above;
+    above *= global_shape[d];
+    if (keys->seg_dims == 0 && sizes[d] != global_shape[d]) keys->seg_dims = d;
+  }
+  keys->pos_strides = pos_strides;
+  keys->event = 1;
+  for (int d = keys->seg_dims > keys->key_dims ? keys->seg_dims : keys->key_dims; d < ndim; ++d)
+    keys->event *= sizes[d];
+  if (keys->event == 0) keys->event = 1; /* an empty output: no element asks for a key */
+}
+
+/* The lane (word within its block) of element i's first word. */
 static uint64_t lane_of(const rngx_walk *wk, int64_t i) {
-  return (uint64_t)wk->k * (uint64_t)(i % wk->job->keys.event) & 3u;
+  const int64_t event = wk->job->keys.event, q = i / event;
+  uint64_t seed, offset, pos;
+  rngx_key_of_segment(wk->job, q, &seed, &offset, &pos);
+  return (uint64_t)wk->k * (pos + (uint64_t)(i - q * event)) & 3u;
 }
 
-/* The words of logical elements [i, i + n), one key segment after another: the first segment's whole blocks go
- * to buf, so the words start at buf + lane_of(i); each later segment starts a key's stream, so its blocks go
- * right after the words before it. buf holds lane_of(i) + k * n words, plus 3 that a last block may write. */
+/* The words of logical elements [i, i + n), one segment after another, from buf + HEAD on: the first segment's
+ * whole blocks go to buf + HEAD, so its words start at buf + HEAD + lane_of(i); each later segment's words go
+ * right after the words before them, its first block written `lane` words early over the (saved and restored)
+ * last words of the segment before. buf holds HEAD + lane_of(i) + k * n words, plus 3 that a last block may
+ * write. */
+#define HEAD 4
 static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint32_t *buf) {
   const int64_t event = wk->job->keys.event, k = wk->k;
-  const uint64_t lane = lane_of(wk, i);
-  uint32_t *next = buf;
+  uint32_t *next = buf + HEAD;
+  const uint32_t *words = NULL;
   for (int64_t end = i + n; i < end;) {
     const int64_t q = i / event, j = i - q * event, m = min64(end - i, event - j);
-    const uint64_t first = (uint64_t)k * (uint64_t)j;
-    uint64_t seed, offset;
-    rngx_key_of_segment(wk->job, q, &seed, &offset);
-    rngx_fill_blocks(seed, offset + (first >> 2), (int64_t)(((first & 3u) + (uint64_t)(k * m) + 3u) >> 2), next);
-    next += (next == buf ? lane : 0) + k * m;
+    uint64_t seed, offset, pos;
+    rngx_key_of_segment(wk->job, q, &seed, &offset, &pos);
+    const uint64_t first = (uint64_t)k * (pos + (uint64_t)j), lane = first & 3u;
+    const int64_t blocks = (int64_t)((lane + (uint64_t)(k * m) + 3u) >> 2);
+    if (words == NULL) {
+      rngx_fill_blocks(seed, offset + (first >> 2), blocks, next);
+      words = next + lane;
+      next += lane;
+    } else {
+      uint32_t saved[3];
+      memcpy(saved, next - lane, lane * sizeof *saved);
+      rngx_fill_blocks(seed, offset + (first >> 2), blocks, next - lane);
+      memcpy(next - lane, saved, lane * sizeof *saved);
+    }
+    next += k * m;
     i += m;
   }
-  return buf + lane;
+  return words;
 }
 
 /* The op's loop on n elements of one row from column col, whose row starts at memory offsets (out, in). */
@@ -325,7 +362,7 @@ static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t o
 /* Logical order, in batches of consecutive elements, each cut into spans along rows. Batches end on block
  * boundaries, so after the first every batch is whole SIMD groups. */
 static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
-  uint32_t buf[BATCH_WORDS + 4];
+  uint32_t buf[HEAD + BATCH_WORDS + 4];
   const int64_t row_len = wk->l->size[wk->l->nd - 1];
   rngx_cursor c;
   cursor_seek(wk->l, begin / row_len, &c);
@@ -349,7 +386,7 @@ static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
 
 /* Tiles of TILE_ROWS rows by TILE_WORDS words per row, each row's piece clipped to [begin, end). */
 static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
-  uint32_t buf[TILE_WORDS + 8];
+  uint32_t buf[HEAD + TILE_WORDS + 8];
   int64_t out_row[TILE_ROWS], in_row[TILE_ROWS];
   const int64_t row_len = wk->l->size[wk->l->nd - 1], width = TILE_WORDS / wk->k, last_row = (end - 1) / row_len;
   rngx_cursor c;

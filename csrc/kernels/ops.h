@@ -22,14 +22,20 @@ typedef struct {
   const int64_t *strides; /* in elements, one per dim */
 } rngx_operand;
 
-/* Which key each element uses, and its index inside that key's run (docs/stream.md, "Batched states"). The
- * output's first key_dims dims pick the key; the rest form segments of `event` elements, in logical order. */
+/* Which key each element uses, and its position in that key's stream (docs/stream.md, "Batched states" and
+ * "Global view"). The output's first key_dims dims pick the key. The first max(key_dims, seg_dims) dims index
+ * segments: runs of `event` elements, in logical order, at consecutive positions of one key's stream. Without a
+ * global view seg_dims is 0 and each key's segment starts at position 0. A global view (the output is one block
+ * of a larger tensor) starts segment (i_0, ..) at first + sum over its non-key dims of i_d * pos_strides[d]. */
 typedef struct {
   const int64_t *pairs;       /* [seed, offset] pairs, offsets in Philox blocks; NULL: the single key below */
   uint64_t seed, offset;      /* the key when pairs is NULL */
   int key_dims;               /* 0: one key for the whole tensor */
   const int64_t *key_strides; /* per key dim, in int64 elements of pairs; 0 where the state broadcasts */
-  int64_t event;              /* elements per key: the product of sizes[key_dims:] (>= 1) */
+  int seg_dims;               /* global view: dims that index segments; 0 otherwise */
+  const int64_t *pos_strides; /* per dim < seg_dims: stream positions between neighbours (unused for key dims) */
+  uint64_t first;             /* the stream position of element 0 */
+  int64_t event;              /* elements per segment: the product of sizes[max(key_dims, seg_dims):] (>= 1) */
 } rngx_keys;
 
 typedef struct {
@@ -52,11 +58,18 @@ typedef struct {
 
 void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l);
 
+/* Makes `keys` (set up for the global tensor's batch dims: key_dims, key_strides, pairs) describe the block of
+ * `sizes` at global_start inside a tensor of global_shape, so each element gets the words its global index has
+ * there. pos_strides (ndim entries) must outlive the keys. */
+void rngx_global_view(rngx_keys *keys, int ndim, const int64_t *sizes, const int64_t *global_shape,
+                      const int64_t *global_start, int64_t *pos_strides);
+
 /* Words each element takes from its key's stream: 2 for float64 and 64-bit bits, else 1. */
 int rngx_words_per_element(rngx_dtype dtype);
 
-/* The key of segment q (logical elements [q * event, (q + 1) * event)). */
-void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset);
+/* The key of segment q (logical elements [q * event, (q + 1) * event)) and the stream position of its first
+ * element. */
+void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset, uint64_t *pos);
 
 /* The numbers an op's loop reads, derived once from its arguments (docs/stream.md) by the functions below, for
  * the C and the CUDA kernels alike: both then compute the same bits. */

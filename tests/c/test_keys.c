@@ -183,9 +183,10 @@ static void check_key_of_segment(void) {
       long bad = 0;
       for (int64_t q = 0; q < runs; ++q) {
         uint64_t seed = 1, offset = 1;
-        rngx_key_of_segment(&job, q, &seed, &offset);
+        uint64_t pos = 1;
+        rngx_key_of_segment(&job, q, &seed, &offset, &pos);
         const ref_key want = ref_key_of(&job, q * event);
-        bad += seed != want.seed || offset != want.offset || want.j != 0;
+        bad += seed != want.seed || offset != want.offset || want.j != 0 || pos != 0;
       }
       CHECK_MSG(bad == 0, "    key_of_segment: config %zu, by value %d: %ld runs wrong\n", c, by_value, bad);
     }

@@ -173,7 +173,7 @@ struct KeyCfg {
 };
 
 struct Keys {
-  std::vector<int64_t> pairs, strides;  // pairs: exactly the state's span
+  std::vector<int64_t> pairs, strides, pos;  // pairs: exactly the state's span; pos: a global view's strides
   rngx_keys keys{};
 };
 
@@ -259,7 +259,7 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
   run_cpu(op, job, n, a, b);
   job.in.data = d_in.get() + L.in_shift * es;
   job.out.data = d_out.get();
-  job.keys.pairs = d_pairs.get();
+  job.keys.pairs = d_pairs.get() + (K.keys.pairs - K.pairs.data());  // a global view starts inside the state
   CHECK(run_cuda(op, job, a, b) == 0);
   const std::string what = std::string(op_name(op)) + " " + dtype_name(dt) + " " + L.name + " keys " + keys_name;
   CHECK_MSG(cpu == d_out.read(), "  %s, offset %llu (keys on device)\n", what.c_str(), (unsigned long long)K.pairs[1]);
@@ -328,6 +328,34 @@ void check_ops() {
   compare(BITS, RNGX_BITS64, big2, rows, false, 0, 0, "(101,1)", rng);
 }
 
+// The layouts' tensors as blocks of larger ones (rngx_global_view): 0 to 3 more indices on each dim, the block
+// at a random start; one key, and batched keys over the global batch dims.
+void check_global_view() {
+  std::mt19937 rng(77);
+  std::mt19937_64 key_rng(78);
+  const std::vector<KeyCfg> cfgs = {{"single", {}, 1}, {"(N,1,1,1)", {1, 0, 0, 0}, 1}, {"(1,C,1,W)", {0, 1, 0, 1}, 1},
+                                    {"(N,C,H,W)", {1, 1, 1, 1}, 2}};
+  for (const Layout &L : layouts(2, 3, 5, 7)) {
+    const int nd = (int)L.sizes.size();
+    for (int trial = 0; trial < 3; ++trial) {
+      std::vector<int64_t> global(nd), start(nd);
+      for (int d = 0; d < nd; ++d) {
+        const int64_t extra = trial == 0 && d == nd - 1 ? 0 : (int64_t)(rng() % 4);
+        global[d] = L.sizes[d] + extra;
+        start[d] = (int64_t)(rng() % (extra + 1));
+      }
+      for (const KeyCfg &cfg : cfgs) {
+        if (!cfg.batched.empty() && (int)cfg.batched.size() != nd) continue;
+        Keys K = make_keys(cfg, global, key_rng(), cfg.batched.empty() ? 0 - 3ull : 0, key_rng);
+        K.pos.assign(nd, 0);
+        rngx_global_view(&K.keys, nd, L.sizes.data(), global.data(), start.data(), K.pos.data());
+        const std::string name = std::string(cfg.name) + ", global view";
+        compare_all_ops(L, K, cfg.batched.empty(), name.c_str(), false, rng);
+      }
+    }
+  }
+}
+
 // ---- split and fold_in ----
 
 void check_split_fold_in() {
@@ -367,6 +395,7 @@ void check_split_fold_in() {
 
 int main() {
   check_ops();
+  check_global_view();
   check_split_fold_in();
   std::printf("%ld op comparisons\n", compares);
   return check_summary();
