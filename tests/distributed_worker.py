@@ -44,7 +44,7 @@ def check(name, got, want, mesh=None, placements=None):
         ok = False
     else:  # every rank runs full_tensor()'s collective, whatever it found before
         whole = got.full_tensor()
-        mine = distribute_tensor(want, mesh, placements, src_data_rank=None).to_local()  # local slicing only
+        mine = spread(want, mesh, placements).to_local()
         ok = tuple(got.placements) == tuple(placements) and same(whole, want) and same(got.to_local(), mine)
     if not ok:
         failures.append(f"{name}: differs")
@@ -79,14 +79,19 @@ def same_on_every_rank(name, value):
         failures.append(f"{name}: ranks differ: {values}")
 
 
+def spread(t, mesh, placements):
+    """t as a DTensor: DTensor's own split of t, made locally (every rank holds the same t), no communication."""
+    return distribute_tensor(t, mesh, placements, src_data_rank=None)
+
+
 def data(shape=SHAPE, seed=0):
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
 
 def stateless(mesh, pl, tag):
     full, w, key = data(), data(seed=1), F.key(11)
-    x = distribute_tensor(full, mesh, pl)
-    replicated_key = distribute_tensor(key, mesh, [Replicate()] * mesh.ndim)
+    x = spread(full, mesh, pl)
+    replicated_key = spread(key, mesh, [Replicate()] * mesh.ndim)
     case(f"{tag} uniform", lambda: check(f"{tag} uniform", F.uniform(x, key, -2.0, 3.0),
                                          F.uniform(full, key, -2.0, 3.0), mesh, pl))
     case(f"{tag} uniform float64", lambda: check(f"{tag} uniform float64", F.uniform(x, key, dtype=torch.float64),
@@ -104,7 +109,7 @@ def stateless(mesh, pl, tag):
 
     def backward():
         xd, xf = x.detach().requires_grad_(), full.clone().requires_grad_()
-        (F.dropout(xd, key, 0.3) * distribute_tensor(w, mesh, pl)).sum().backward()
+        (F.dropout(xd, key, 0.3) * spread(w, mesh, pl)).sum().backward()
         (F.dropout(xf, key, 0.3) * w).sum().backward()
         check(f"{tag} dropout backward", xd.grad.full_tensor(), xf.grad)
 
@@ -113,7 +118,7 @@ def stateless(mesh, pl, tag):
 
 def stateful(mesh, pl, tag):
     full = data()
-    x = distribute_tensor(full, mesh, pl)
+    x = spread(full, mesh, pl)
     g, ref = torch_rngx.Generator(5), torch_rngx.Generator(5)
     module, ref_module = torch_rngx.nn.Dropout(0.4, seed=9), torch_rngx.nn.Dropout(0.4, seed=9)
     rng, ref_rng = replicated_rng(12, mesh), torch_rngx.nn.RNG(12)
@@ -153,35 +158,35 @@ def stateful(mesh, pl, tag):
 def replicated_rng(seed, mesh):
     """An nn.RNG whose state buffer is a DTensor replicated on every mesh dim (as distribute_module makes it)."""
     rng = torch_rngx.nn.RNG(seed)
-    rng.state = distribute_tensor(rng.state, mesh, [Replicate()] * mesh.ndim)
+    rng.state = spread(rng.state, mesh, [Replicate()] * mesh.ndim)
     return rng
 
 
 def keys_and_errors(mesh):
     key, full = F.key(3), data()
-    replicated = distribute_tensor(key, mesh, [Replicate()] * mesh.ndim)
-    x = distribute_tensor(full, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
+    replicated = spread(key, mesh, [Replicate()] * mesh.ndim)
+    x = spread(full, mesh, [Shard(0)] + [Replicate()] * (mesh.ndim - 1))
     case("bits, replicated key", lambda: check("bits, replicated key", F.bits((4, 3), replicated).full_tensor(),
                                                F.bits((4, 3), key)))
     case("fold_in, replicated key", lambda: check("fold_in, replicated key", F.fold_in(replicated, 7).full_tensor(),
                                                   F.fold_in(key, 7)))
     case("split, replicated key", lambda: check("split, replicated key", F.split(replicated, 3).full_tensor(),
                                                 F.split(key, 3)))
-    sharded_key = distribute_tensor(key, mesh, [Shard(0)] * mesh.ndim)
+    sharded_key = spread(key, mesh, [Shard(0)] * mesh.ndim)
     raises("sharded key", lambda: F.dropout(x, sharded_key, 0.1), "state", "Replicate")
     raises("DTensor key, plain x", lambda: F.dropout(full, replicated, 0.1), "state", "x")
     raises("Partial x", lambda: F.dropout(DTensor.from_local(full, mesh, [Partial()] * mesh.ndim), key, 0.1),
            "x", "Partial")
     if mesh.ndim == 2:
         other = init_device_mesh("cpu", (dist.get_world_size(),))
-        raises("key on another mesh", lambda: F.dropout(x, distribute_tensor(key, other, [Replicate()]), 0.1),
+        raises("key on another mesh", lambda: F.dropout(x, spread(key, other, [Replicate()]), 0.1),
                "state", "mesh")
     raises("global view of a DTensor", lambda: F.dropout(x, key, 0.1, global_shape=SHAPE, global_start=(0, 0, 0)),
            "global_shape")
 
 
-def compiled(mesh, pl, tag):
-    full, w, key = data(), data(seed=1), F.key(21)
+def compiled(mesh, pl, tag, shape=SHAPE):
+    full, w, key = data(shape), data(shape, seed=1), F.key(21)
 
     def step(x, g, rng):
         return (F.dropout(x, key, 0.3) + torch_rngx.rand_like(x, generator=g) + F.quantize_noise(x, key, 0.25)
@@ -191,7 +196,7 @@ def compiled(mesh, pl, tag):
         return (F.dropout(x, key, 0.3) * w).sum()
 
     def run():
-        x = distribute_tensor(full, mesh, pl)
+        x = spread(full, mesh, pl)
         g, ref = torch_rngx.Generator(8), torch_rngx.Generator(8)
         rng, ref_rng = replicated_rng(2, mesh), torch_rngx.nn.RNG(2)
         check(f"{tag} compiled", torch.compile(step, fullgraph=True)(x, g, rng), step(full, ref, ref_rng), mesh, pl)
@@ -199,7 +204,7 @@ def compiled(mesh, pl, tag):
             failures.append(f"{tag} compiled: end states differ")
         same_on_every_rank(f"{tag} compiled end states", (g.state.tolist(), rng.state.to_local().tolist()))
         xd, xf = x.detach().requires_grad_(), full.clone().requires_grad_()
-        torch.compile(loss, fullgraph=True)(xd, distribute_tensor(w, mesh, pl)).backward()
+        torch.compile(loss, fullgraph=True)(xd, spread(w, mesh, pl)).backward()
         loss(xf, w).backward()
         check(f"{tag} compiled dropout backward", xd.grad.full_tensor(), xf.grad)
 
@@ -244,9 +249,12 @@ def main():
         keys_and_errors(mesh)
         plain_global_view(rank, world, 0)
         plain_global_view(rank, world, 1)
-    else:
+    elif suite == "compiled":
         for pl in COMPILED_PLACEMENTS[mesh.ndim]:
             compiled(mesh, pl, f"mesh {mesh_shape} {pl}")
+    else:  # "even": equal blocks, so a rank running another rank's compiled code would get the wrong values silently
+        for pl in ([Shard(0)], [Shard(1)]):
+            compiled(mesh, pl, f"mesh {mesh_shape} {pl} even", shape=(8, 4, 2))
     dist.destroy_process_group()
     if failures:
         print(f"rank {rank}: {len(failures)} failures\n" + "\n".join(failures), file=sys.stderr)

@@ -12,6 +12,7 @@ Not imported by `import torch_rngx`: torch.distributed.tensor adds more than hal
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
+from . import _autograd
 from ._ops import ops
 from .functional import blocks_of
 
@@ -53,7 +54,8 @@ def _check_default_order(x, name):
     (DTensor may record another one)."""
     order = getattr(getattr(x, "_spec", None), "shard_order", None) or ()
     for entry in order:
-        if list(entry.mesh_dims) != sorted(entry.mesh_dims):
+        dims = entry.mesh_dims
+        if any(a > b for a, b in zip(dims, dims[1:])):
             raise ValueError(f"{name}: tensor dim {entry.tensor_dim} is sharded over mesh dims {entry.mesh_dims} in "
                              f"that order; torch_rngx supports only ascending mesh-dim order")
 
@@ -70,6 +72,10 @@ def _replicated_local(state, mesh, name="state"):
         raise ValueError(f"{name} must be the same key on every rank: a plain tensor or a DTensor with Replicate() on "
                          f"every mesh dim, got placements {tuple(state.placements)}")
     return state.to_local()
+
+
+_VIEW_OF_DTENSOR = ("global_shape and global_start are for plain (local) tensors: a DTensor is already the global "
+                    "tensor; pass neither")
 
 
 def _bind(func, args, kwargs):
@@ -89,8 +95,7 @@ def _sampler(x_name, state_name):
             raise ValueError(f"{state_name} is a DTensor but {x_name} is a plain tensor: a DTensor key serves DTensor "
                              f"inputs only; pass a plain key (the same on every rank) or make {x_name} a DTensor")
         if a.get("global_shape") is not None or a.get("global_start") is not None:
-            raise ValueError(f"global_shape and global_start are for plain (local) tensors: a DTensor {x_name} is "
-                             f"already the global tensor; pass neither")
+            raise ValueError(_VIEW_OF_DTENSOR)
         a["global_shape"], a["global_start"] = global_view(x, x_name)
         a[state_name] = _replicated_local(a[state_name], x.device_mesh, state_name)
         a[x_name] = x.to_local()
@@ -126,6 +131,22 @@ def _on_key(cls, func, types, args, kwargs):
     out = func(**a)
     return DTensor.from_local(out, mesh, [Replicate()] * mesh.ndim, run_check=False)
 
+
+def _compiled_call(kernel, x, key, params):
+    """Under torch.compile, a DTensor op as Dynamo sees it: to_local, the op on this rank's block with its view as
+    constants, from_local. Compiled code is cached by its graph and DTensor's metadata, which do not say which rank
+    compiled it; with the view in the graph, each rank's block gets its own cache entry."""
+    if not isinstance(x, DTensor):
+        return kernel(x, key, *params)
+    if params[-2] is not None:
+        raise ValueError(_VIEW_OF_DTENSOR)
+    view = global_view(x)
+    key = _replicated_local(key, x.device_mesh)
+    out = kernel(x.to_local(), key, *params[:-2], *view)
+    return DTensor.from_local(out, x.device_mesh, x.placements, run_check=False, shape=x.shape, stride=x.stride())
+
+
+_autograd.compiled_dtensor = _compiled_call
 
 _RULES = {"uniform": _sampler("like", "state"), "quantize_noise": _sampler("x", "state"),
           "dropout": _sampler("x", "state"), "uniform_from_": _fused(ops.uniform, "like"),
