@@ -2,6 +2,7 @@
 (MESH like "2,2"). Every check compares with the same op on the whole tensor in this one process, bit for bit, and
 each DTensor's local block with DTensor's own slicing of that reference (distribute_tensor), so replicated parts
 must be identical on every rank. Failures are collected and reported together; the exit status is 1 if any."""
+import os
 import sys
 import traceback
 
@@ -258,8 +259,13 @@ def main():
     dist.destroy_process_group()
     if failures:
         print(f"rank {rank}: {len(failures)} failures\n" + "\n".join(failures), file=sys.stderr)
-        sys.exit(1)
-    print(f"rank {rank}: ok")
+    else:
+        print(f"rank {rank}: ok")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Every check is done: skip the interpreter's teardown, where torch 2.14.1 once aborted after a gloo run
+    # ("terminate called without an active exception", after this rank had printed its result).
+    os._exit(1 if failures else 0)
 
 
 if __name__ == "__main__":
