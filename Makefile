@@ -53,10 +53,12 @@ pytest: $(SO)
 
 test: ctest pytest
 
-# Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values).
+# Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values), then the
+# distributions of normal, truncated normal, bernoulli and randint on 16x the samples of `make test`.
 # huge: real tensors past 2^31 and 2^32 elements (~10 GiB of memory, minutes).
 stats: $(SO)
 	$(PYTHON) tests/stats_independence.py
+	cd tests && ../$(PYTHON) stats_dists.py
 
 huge: $(SO)
 	RNGX_HUGE=1 $(PYTHON) -m pytest -q tests/test_huge.py

@@ -4,7 +4,8 @@ For each op, float32 at 2^10 ... 2^26 elements (and float16/bfloat16 at one size
 equivalent, the torch.compile'd equivalent (Inductor's own fused random) and x.clone(), the memory-bandwidth
 limit. Then 1 against 2 threads at 2^24, the same again with freed memory reused (no page faults on fresh
 outputs), the bytes autograd saves for dropout's backward, the targets, the per-call cost of every public
-stateful function on small tensors (per_call.py) and the dropout family against torch (dropout_family.py). Prints the tables and writes
+stateful function on small tensors (per_call.py), the dropout family against torch (dropout_family.py) and
+normal, bernoulli and randint against torch (dists.py). Prints the tables and writes
 benchmarks/out/bench.json and bench.png.
 
 A time is the best of several rounds, the candidates taking turns in each round, because other processes on a
@@ -22,6 +23,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+import dists
 import dropout_family
 import global_view
 import per_call
@@ -302,6 +304,8 @@ def main():
     per_call.print_table(calls)
     family = dropout_family.run(budget=args.budget)
     dropout_family.print_table(family)
+    distributions = dists.run(budget=args.budget)
+    dists.print_table(distributions)
     views = global_view.run(budget=args.budget)
     global_view.print_table(views)
 
@@ -309,7 +313,7 @@ def main():
         json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
                    "philox_paths": paths, "results": results, "reused_memory_results": reused,
                    "dropout_saved_bytes": saved, "targets": goals, "per_call": calls,
-                   "dropout_family": family, "global_view": views}, f, indent=1)
+                   "dropout_family": family, "distributions": distributions, "global_view": views}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
     print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 

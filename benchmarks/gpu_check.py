@@ -129,6 +129,13 @@ FLOAT_OPS = {  # name -> fn(x, state)
     "quantize_noise": lambda x, st: F.quantize_noise(x, st, 0.5),
     "dropout": lambda x, st: F.dropout(x, st, 0.3),
     "dropout backward": dropout_grad,
+    "normal": lambda x, st: F.normal(x, st, 0.25, 1.5),
+    "truncated_normal": lambda x, st: F.truncated_normal(x, st, 0.5, 2.0, -1.0, 3.3),
+    "bernoulli": lambda x, st: F.bernoulli(x, st, 0.3),
+    "bernoulli, tensor p": lambda x, st: F.bernoulli(x, st, torch.linspace(0, 1, x.shape[-1], device=x.device)
+                                                     if x.dim() else torch.tensor(0.4, device=x.device)),
+    "randint int64": lambda x, st: F.randint(x, st, -7, 2**62 + 5),
+    "randint int8": lambda x, st: F.randint(x, st, -100, 27, dtype=torch.int8),
 }
 
 
@@ -618,9 +625,14 @@ def check_speed(log2):
             lambda: rngx.quantize(x, "noise", generator=g), lambda: x + torch.empty_like(x).uniform_(-0.5, 0.5), None),
         "dropout fwd+bwd vs F.dropout": (fwd_bwd(lambda t: rngx.dropout(t, 0.5, generator=g)),
                                          fwd_bwd(lambda t: tF.dropout(t, 0.5, training=True)), 2.0),
-        "randn_like vs torch.randn_like": (
-            (lambda: rngx.randn_like(x, generator=g), lambda: torch.randn_like(x), None) if hasattr(rngx, "randn_like")
-            else "torch_rngx has no randn_like yet"),
+        "randn_like vs torch.randn_like": (lambda: rngx.randn_like(x, generator=g), lambda: torch.randn_like(x), 2.0),
+        "randn_like vs torch.func._random.normal": (
+            (lambda: rngx.randn_like(x, generator=g), lambda: R.normal(key, x.shape), 4.0) if R and hasattr(R, "normal")
+            else f"torch.func._random.normal not available in torch {torch.__version__} on {DEV}"),
+        "bernoulli_like vs torch.bernoulli": (lambda: rngx.bernoulli_like(x, 0.3, generator=g),
+                                              lambda: torch.bernoulli(x, 0.3), 2.0),
+        "randint_like vs torch.randint_like (int64)": (lambda: rngx.randint_like(x, 0, 1000, generator=g),
+                                                       lambda: torch.randint_like(x, 0, 1000, dtype=torch.int64), 2.0),
     }
     for name, case in cases.items():
         if isinstance(case, str):

@@ -159,6 +159,62 @@ inline rngx_params dropout_params(double p) {
   return rngx_dropout_params(p);
 }
 
+// normal: mean and std finite (std >= 0), and finite in float32 for the <= 32-bit types, which compute in it.
+inline rngx_params normal_params(double mean, double std, rngx_dtype dt) {
+  STD_TORCH_CHECK(std::isfinite(mean), "rngx.normal: mean must be finite, got ", mean);
+  STD_TORCH_CHECK(std::isfinite(std) && std >= 0, "rngx.normal: std must be finite and >= 0, got ", std);
+  STD_TORCH_CHECK(dt == RNGX_FLOAT64 || (finite_as_float(mean) && finite_as_float(std)),
+                  "rngx.normal: mean and std must be finite in float32, the compute type, got mean=", mean,
+                  ", std=", std);
+  return rngx_normal_params(mean, std);
+}
+
+inline rngx_params truncnorm_params(double mean, double std, double a, double b, rngx_dtype dt) {
+  STD_TORCH_CHECK(std::isfinite(mean), "rngx.truncated_normal: mean must be finite, got ", mean);
+  STD_TORCH_CHECK(std::isfinite(std) && std > 0, "rngx.truncated_normal: std must be finite and > 0, got ", std);
+  STD_TORCH_CHECK(std::isfinite(a) && std::isfinite(b), "rngx.truncated_normal: a and b must be finite, got a=", a,
+                  ", b=", b);
+  STD_TORCH_CHECK(a < b, "rngx.truncated_normal: a must be < b, got a=", a, ", b=", b);
+  rngx_params p;
+  STD_TORCH_CHECK(rngx_truncnorm_params(dt, mean, std, a, b, &p) == 0,
+                  "rngx.truncated_normal: no value of the output dtype lies in [a, b], got a=", a, ", b=", b);
+  return p;
+}
+
+// randint's output types, and [low, high) within the type: high - 1 <= max, low >= min.
+inline rngx_dtype randint_dtype(ScalarType t) {
+  STD_TORCH_CHECK(t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short || t == ScalarType::Int ||
+                      t == ScalarType::Long,
+                  "rngx.randint: dtype must be uint8, int8, int16, int32 or int64");
+  return bits_dtype(t);
+}
+
+inline rngx_params randint_params(int64_t low, int64_t high, ScalarType t) {
+  STD_TORCH_CHECK(low < high, "rngx.randint: low must be < high, got low=", low, ", high=", high);
+  int64_t lo = INT64_MIN, hi = INT64_MAX;  // the type's values, high may be one past the largest
+  switch (t) {
+    case ScalarType::Byte: lo = 0, hi = 256; break;
+    case ScalarType::Char: lo = -128, hi = 128; break;
+    case ScalarType::Short: lo = -32768, hi = 32768; break;
+    case ScalarType::Int: lo = INT32_MIN, hi = (int64_t)INT32_MAX + 1; break;
+    default: break;
+  }
+  STD_TORCH_CHECK(low >= lo && high <= hi, "rngx.randint: [low, high) = [", low, ", ", high,
+                  ") does not fit the output dtype");
+  return rngx_randint_params(low, static_cast<uint64_t>(high) - static_cast<uint64_t>(low));
+}
+
+// bernoulli's tensor p: like's shape (broadcast: strides may be 0), dtype and device.
+inline void check_probabilities(const Tensor& like, const Tensor& p) {
+  STD_TORCH_CHECK(p.defined(), "rngx.bernoulli: p must be a tensor, got None");
+  STD_TORCH_CHECK(p.scalar_type() == like.scalar_type(), "rngx.bernoulli: p must have like's dtype");
+  STD_TORCH_CHECK(p.is_cpu() == like.is_cpu() && p.get_device_index() == like.get_device_index(),
+                  "rngx.bernoulli: p must be on like's device");
+  bool same = p.dim() == like.dim();
+  for (int64_t d = 0; same && d < p.dim(); ++d) same = p.size(d) == like.size(d);
+  STD_TORCH_CHECK(same, "rngx.bernoulli: p must have like's shape (broadcast it first)");
+}
+
 // The job for `out`, reading `in` (if given), with its keys. The tensors and `keys` must outlive the job.
 inline rngx_job make_job(const KeyLayout& keys, rngx_dtype dtype, const Tensor& out, const Tensor* in) {
   rngx_job job{};

@@ -23,6 +23,13 @@ constexpr const char* kSchemas[] = {
     "uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None, " RNGX_VIEW ") -> Tensor",
     "quantize_noise(Tensor x, Tensor state, float half, " RNGX_VIEW ") -> Tensor",
     "dropout(Tensor x, Tensor state, float p, " RNGX_VIEW ") -> Tensor",
+    "normal(Tensor like, Tensor state, float mean, float std, ScalarType? dtype=None, " RNGX_VIEW ") -> Tensor",
+    "truncated_normal(Tensor like, Tensor state, float mean, float std, float a, float b, ScalarType? dtype=None, "
+    RNGX_VIEW ") -> Tensor",
+    "bernoulli(Tensor like, Tensor state, float p, " RNGX_VIEW ") -> Tensor",
+    // p: like's shape (broadcast, stride 0 allowed) and dtype
+    "bernoulli_tensor(Tensor like, Tensor state, Tensor p, " RNGX_VIEW ") -> Tensor",
+    "randint(Tensor like, Tensor state, int low, int high, ScalarType dtype, " RNGX_VIEW ") -> Tensor",
     "split(Tensor state, int num) -> Tensor",
     "fold_in(Tensor state, Tensor data) -> Tensor",
     // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "glue.h"
+#include "kernels/convert.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -123,6 +124,104 @@ Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalA
   return out;
 }
 
+Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
+              GlobalArg global_shape, GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = normal_params(mean, std, dt);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_normal(&job, &params, b, e); });
+  return out;
+}
+
+Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
+                        std::optional<ScalarType> dtype, GlobalArg global_shape, GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = truncnorm_params(mean, std, a, b, dt);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b0, int64_t e) { rngx_truncnorm(&job, &params, b0, e); });
+  return out;
+}
+
+Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
+  const rngx_params params = rngx_dropout_params(p);
+  Tensor out = empty_like(like, std::nullopt);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
+  return out;
+}
+
+// p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value
+// once (broadcast dims, stride 0, are read at index 0 only).
+template <class T, class ToFloat>
+bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
+  std::vector<int64_t> size, stride;
+  for (int64_t d = 0; d < p.dim(); ++d) {
+    if (p.size(d) == 0) return true;
+    if (p.stride(d) != 0 && p.size(d) != 1) size.push_back(p.size(d)), stride.push_back(p.stride(d));
+  }
+  const T* v = static_cast<const T*>(p.const_data_ptr());
+  std::vector<int64_t> idx(size.size(), 0);
+  for (int64_t at = 0;;) {
+    const double x = to_float(v[at]);
+    if (!(x >= 0 && x <= 1)) return false;
+    int64_t d = static_cast<int64_t>(size.size()) - 1;
+    for (; d >= 0; --d) {  // odometer: the next element, in memory offsets
+      at += stride[d];
+      if (++idx[d] < size[d]) break;
+      at -= size[d] * stride[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return true;
+  }
+}
+
+Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_shape, GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  check_probabilities(like, p);
+  bool ok = true;
+  switch (dt) {
+    case RNGX_FLOAT16: ok = probabilities_in_range<uint16_t>(p, [](uint16_t h) { return rngx_f16_to_f32(h); }); break;
+    case RNGX_BFLOAT16: ok = probabilities_in_range<uint16_t>(p, [](uint16_t h) { return rngx_bf16_to_f32(h); }); break;
+    case RNGX_FLOAT32: ok = probabilities_in_range<float>(p, [](float f) { return f; }); break;
+    default: ok = probabilities_in_range<double>(p, [](double d) { return d; }); break;
+  }
+  STD_TORCH_CHECK(ok, "rngx.bernoulli: every p must be in [0, 1]");
+  const rngx_params params{};
+  Tensor out = empty_like(like, std::nullopt);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, &p);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
+  return out;
+}
+
+Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
+               GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = randint_dtype(dtype);
+  const rngx_params params = randint_params(low, high, dtype);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_randint(&job, &params, b, e); });
+  return out;
+}
+
 Tensor split(Tensor state, int64_t num) {
   check_cpu_state(state);
   STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
@@ -151,6 +250,11 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
   m.impl("uniform", TORCH_BOX(&uniform));
   m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
   m.impl("dropout", TORCH_BOX(&dropout));
+  m.impl("normal", TORCH_BOX(&normal));
+  m.impl("truncated_normal", TORCH_BOX(&truncated_normal));
+  m.impl("bernoulli", TORCH_BOX(&bernoulli));
+  m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
+  m.impl("randint", TORCH_BOX(&randint));
   m.impl("split", TORCH_BOX(&split));
   m.impl("fold_in", TORCH_BOX(&fold_in));
   m.impl("uniform_from_", TORCH_BOX(&uniform_from_));

@@ -108,6 +108,78 @@ Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalA
   return out;
 }
 
+Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
+              GlobalArg global_shape, GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = normal_params(mean, std, dt);
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  check_launch(rngx_cuda_normal(&job, current_stream(dev), &params), "rngx.normal");
+  return out;
+}
+
+Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
+                        std::optional<ScalarType> dtype, GlobalArg global_shape, GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = truncnorm_params(mean, std, a, b, dt);
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  check_launch(rngx_cuda_truncnorm(&job, current_stream(dev), &params), "rngx.truncated_normal");
+  return out;
+}
+
+Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
+  const rngx_params params = rngx_dropout_params(p);
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, std::nullopt);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  check_launch(rngx_cuda_bernoulli(&job, current_stream(dev), &params), "rngx.bernoulli");
+  return out;
+}
+
+// A tensor p's values are not read on the host here (that would synchronize): u < p decides, so p <= 0 gives 0
+// and p >= 1 gives 1 (docs/cuda.md).
+Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_shape, GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  check_probabilities(like, p);
+  const rngx_params params{};
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, std::nullopt);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, &p);
+  check_launch(rngx_cuda_bernoulli(&job, current_stream(dev), &params), "rngx.bernoulli");
+  return out;
+}
+
+Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
+               GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = randint_dtype(dtype);
+  const rngx_params params = randint_params(low, high, dtype);
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, nullptr);
+  check_launch(rngx_cuda_randint(&job, current_stream(dev), &params), "rngx.randint");
+  return out;
+}
+
 Tensor split(Tensor state, int64_t num) {
   check_state(state);
   STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
@@ -142,6 +214,11 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CUDA, m) {
   m.impl("uniform", TORCH_BOX(&uniform));
   m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
   m.impl("dropout", TORCH_BOX(&dropout));
+  m.impl("normal", TORCH_BOX(&normal));
+  m.impl("truncated_normal", TORCH_BOX(&truncated_normal));
+  m.impl("bernoulli", TORCH_BOX(&bernoulli));
+  m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
+  m.impl("randint", TORCH_BOX(&randint));
   m.impl("split", TORCH_BOX(&split));
   m.impl("fold_in", TORCH_BOX(&fold_in));
 }

@@ -103,6 +103,13 @@ def stateless(mesh, pl, tag):
         f"{tag} dropout, replicated DTensor key", F.dropout(x, replicated_key, 0.3), F.dropout(full, key, 0.3),
         mesh, pl))
 
+    p_full = torch.rand(SHAPE, generator=torch.Generator().manual_seed(2))
+    for name, args in (("normal", (1.0, 2.0)), ("truncated_normal", ()), ("bernoulli", (0.3,)),
+                       ("bernoulli, tensor p", (None,)), ("randint", (-5, 9))):
+        op = getattr(F, name.split(",")[0])
+        got = (spread(p_full, mesh, pl),) if args == (None,) else args
+        case(f"{tag} {name}", lambda op=op, name=name, got=got, want=(p_full,) if args == (None,) else args: check(
+            f"{tag} {name}", op(x, key, *got), op(full, key, *want), mesh, pl))
     for name in ("alpha_dropout", "feature_dropout", "feature_alpha_dropout"):
         op = getattr(F, name)
         case(f"{tag} {name}", lambda op=op, name=name: check(f"{tag} {name}", op(x, key, 0.4), op(full, key, 0.4),
@@ -136,6 +143,10 @@ def stateful(mesh, pl, tag):
               torch_rngx.rand_like(full, generator=ref_rng), mesh, pl)
         check(f"{tag} dropout, replicated DTensor state", torch_rngx.dropout(x, 0.6, generator=rng),
               torch_rngx.dropout(full, 0.6, generator=ref_rng), mesh, pl)
+        check(f"{tag} randn_like", torch_rngx.randn_like(x, generator=g), torch_rngx.randn_like(full, generator=ref),
+              mesh, pl)
+        check(f"{tag} bernoulli_like", torch_rngx.bernoulli_like(x, 0.7, generator=g),
+              torch_rngx.bernoulli_like(full, 0.7, generator=ref), mesh, pl)
         check(f"{tag} dropout1d", torch_rngx.dropout1d(x, 0.3, generator=g),
               torch_rngx.dropout1d(full, 0.3, generator=ref), mesh, pl)
         check(f"{tag} alpha_dropout", torch_rngx.alpha_dropout(x, 0.3, True, generator=g),
@@ -191,7 +202,8 @@ def compiled(mesh, pl, tag, shape=SHAPE):
 
     def step(x, g, rng):
         return (F.dropout(x, key, 0.3) + torch_rngx.rand_like(x, generator=g) + F.quantize_noise(x, key, 0.25)
-                + torch_rngx.quantize(x, generator=rng))
+                + torch_rngx.quantize(x, generator=rng) + torch_rngx.randn_like(x, generator=g)
+                + F.bernoulli(x, key, x.abs().clamp(max=1)))
 
     def loss(x, w):
         return (F.dropout(x, key, 0.3) * w).sum()

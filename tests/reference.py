@@ -8,6 +8,8 @@ j that takes k words (k = 2 for float64 and 64-bit bits) uses W(k j) .. W(k j + 
 Batched states (*B, 2) follow the event rule: per_element_keys() gives every logical element its key and j.
 States may be given as a (seed, offset) pair of Python ints or as an int64/uint64 array of shape (*B, 2).
 """
+import math
+
 import numpy as np
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
@@ -243,3 +245,223 @@ def fold_in_ref(state, data):
     """Same shape as state: block(s, o + d) as a key; data an int in [0, 2^64) or per-key values broadcast to B."""
     state = as_state(state)
     return _key_from_block(block(state[..., 0], _add(state[..., 1], u64(data))))
+
+
+# ---- normal, truncated normal, bernoulli, randint (docs/stream.md): the float sequences in NumPy float64 -------
+
+_F64 = np.float64
+LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+PI = 3.14159265358979311600
+
+
+def _bits64(v):
+    return np.ascontiguousarray(v, dtype=np.float64).view(np.uint64)
+
+
+def _from_bits64(b):
+    return np.ascontiguousarray(b, dtype=np.uint64).view(np.float64)
+
+
+def _horner(x, coefs):
+    """coefs from the highest degree down: (...(c0 x + c1) x + ...) + cn, each step rounded."""
+    p = np.full_like(x, coefs[0])
+    for c in coefs[1:]:
+        p = p * x + c
+    return p
+
+
+def log_ref(x, full):
+    """ln x, x > 0 normal: reduction to m in [sqrt(1/2), sqrt(2)), then the atanh series in s = f / (2 + f)."""
+    b = _bits64(x)
+    m = _from_bits64((b & np.uint64(0x000FFFFFFFFFFFFF)) | np.uint64(0x3FF0000000000000))
+    big = m > 1.41421356237309514547
+    m = np.where(big, m * 0.5, m)
+    dk = ((b >> np.uint64(52)).astype(np.int64) + big).astype(np.float64) - 1023.0
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    hfsq = 0.5 * f * f
+    r = _horner(z, [2.0 / n for n in ((21, 19, 17, 15, 13, 11, 9, 7, 5, 3) if full else (11, 9, 7, 5, 3))]) * z
+    return dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f)
+
+
+def _sin_small(x, full):
+    y = x * x
+    inv = [1.0 / math.factorial(n) for n in range(3, 18, 2)]  # 1/3!, 1/5!, ..., 1/17!
+    signs = [-1, 1, -1, 1, -1, 1, -1, 1]
+    terms = list(zip(signs, inv))[: 8 if full else 5][::-1]
+    p = np.full_like(y, terms[0][0] * terms[0][1])
+    for sg, c in terms[1:]:
+        p = p * y + c if sg > 0 else p * y - c
+    return x + x * (y * p)
+
+
+def _cos_small(x, full):
+    y = x * x
+    terms = [(1 if n % 4 == 0 else -1, 1.0 / math.factorial(n)) for n in range(4, 17, 2)][: 7 if full else 4][::-1]
+    p = np.full_like(y, terms[0][0] * terms[0][1])
+    for sg, c in terms[1:]:
+        p = p * y + c if sg > 0 else p * y - c
+    return (1.0 - 0.5 * y) + (y * y) * p
+
+
+def cos_turns_ref(t, b, full):
+    """cos(2 pi t / 2^b), the angle folded exactly (integers) into [0, pi/4]."""
+    t = np.asarray(t, dtype=np.uint64)
+    half, quarter, eighth = (np.uint64(1 << (b - n)) for n in (1, 2, 3))
+    t = np.where(t > half, np.uint64(2) * half - t, t)
+    neg = t > quarter
+    t = np.where(neg, half - t, t)
+    use_sin = t > eighth
+    t = np.where(use_sin, quarter - t, t)
+    x = t.astype(np.float64) * (PI * 2.0 ** (1 - b))
+    c = np.where(use_sin, _sin_small(x, full), _cos_small(x, full))
+    return np.where(neg, -c, c)
+
+
+def normal_z(w, dtype):
+    """The standard normal z (float64) of each element from its words: 2 per element (u1 = (w0 + 1) 2^-32,
+    t = w1), float64 4 (u1 = (m53(w0, w1) + 1) 2^-53, t = m53(w2, w3))."""
+    if dtype == "float64":
+        m = ((w[:, 0] & np.uint64(0x1FFFFF)) << _32) | w[:, 1]
+        t = ((w[:, 2] & np.uint64(0x1FFFFF)) << _32) | w[:, 3]
+        v = (m >> _32).astype(np.float64) * 2.0**32 + ((m & _LO).astype(np.float64) + 1.0)
+        b, full = 53, True
+    else:
+        v, t, b, full = w[:, 0].astype(np.float64) + 1.0, w[:, 1], 32, False
+    u1 = v * 2.0**-b
+    return np.sqrt(-2.0 * log_ref(u1, full)) * cos_turns_ref(t, b, full)
+
+
+NORMAL_WORDS = {"float16": 2, "bfloat16": 2, "float32": 2, "float64": 4}
+
+
+def normal_ref(shape, state, dtype, mean=0.0, std=1.0):
+    z = normal_z(element_words(shape, state, NORMAL_WORDS[dtype]), dtype)
+    if dtype == "float64":
+        return round_to_bits(z * std + mean, dtype)
+    return round_to_bits(z.astype(np.float32) * np.float32(std) + np.float32(mean), dtype)
+
+
+def _exp_neg(y):
+    kd = float(int(y * 1.44269504088896338700 - 0.5))
+    r = (y - kd * LN2_HI) - kd * LN2_LO
+    e = 1.0
+    for n in range(14, 0, -1):
+        e = 1.0 + r / n * e
+    k = int(kd)
+    k1 = -((-k) // 2)  # C's k / 2 for k <= 0
+    return e * 2.0 ** k1 * 2.0 ** (k - k1)
+
+
+def _cdf_lower(x):
+    pdf = 0.398942280401432677940 * _exp_neg(-0.5 * (x * x))
+    if x > -3.0:
+        s = t = x
+        for n in range(1, 120):
+            t = t * (x * x) / (2 * n + 1)
+            s += t
+        return 0.5 + pdf * s
+    f = -x
+    for n in range(400, 0, -1):
+        f = -x + n / f
+    return pdf / f
+
+
+def normal_cdf_ref(x):
+    x = min(max(x, -38.0), 38.0)
+    return _cdf_lower(x) if x <= 0 else 1.0 - _cdf_lower(-x)
+
+
+_AS241 = {
+    "a": [2.5090809287301226727e3, 3.3430575583588128105e4, 6.7265770927008700853e4, 4.5921953931549871457e4,
+          1.3731693765509461125e4, 1.9715909503065514427e3, 1.3314166789178437745e2, 3.3871328727963666080],
+    "b": [5.2264952788528545610e3, 2.8729085735721942674e4, 3.9307895800092710610e4, 2.1213794301586595867e4,
+          5.3941960214247511077e3, 6.8718700749205790830e2, 4.2313330701600911252e1, 1.0],
+    "c": [7.74545014278341407640e-4, 2.27238449892691845833e-2, 2.41780725177450611770e-1, 1.27045825245236838258,
+          3.64784832476320460504, 5.76949722146069140550, 4.63033784615654529590, 1.42343711074968357734],
+    "d": [1.05075007164441684324e-9, 5.47593808499534494600e-4, 1.51986665636164571966e-2, 1.48103976427480074590e-1,
+          6.89767334985100004550e-1, 1.67638483018380384940, 2.05319162663775882187, 1.0],
+    "e": [2.01033439929228813265e-7, 2.71155556874348757815e-5, 1.24266094738807843860e-3, 2.65321895265761230930e-2,
+          2.96560571828504891230e-1, 1.78482653991729133580, 5.46378491116411436990, 6.65790464350110377720],
+    "f": [2.04426310338993978564e-15, 1.42151175831644588870e-7, 1.84631831751005468180e-5, 7.86869131145613259100e-4,
+          1.48753612908506148525e-2, 1.36929880922735805310e-1, 5.99832206555887937690e-1, 1.0],
+}
+
+
+def ndtri_ref(p):
+    """Wichura's AS 241 with log_ref, each branch computed and selected."""
+    p = np.asarray(p, dtype=np.float64)
+    q = p - 0.5
+    rc = 0.180625 - q * q
+    central = q * _horner(rc, _AS241["a"]) / _horner(rc, _AS241["b"])
+    r = np.sqrt(-log_ref(np.where(q < 0, p, 1.0 - p), True))
+    near = _horner(r - 1.6, _AS241["c"]) / _horner(r - 1.6, _AS241["d"])
+    far = _horner(r - 5.0, _AS241["e"]) / _horner(r - 5.0, _AS241["f"])
+    v = np.where(r <= 5.0, near, far)
+    return np.where(np.abs(q) <= 0.425, central, np.where(q < 0, -v, v))
+
+
+def _step(v, dtype, up):
+    """The dtype's neighbour of v (a value of it) towards +inf (up) or -inf, as float32."""
+    if dtype == "float32":
+        b = int(np.float32(v).view(np.uint32))
+        b = (1 if up else 0x80000001) if b & 0x7FFFFFFF == 0 else (b + 1 if (v > 0) == up else b - 1)
+        return np.uint32(b).view(np.float32)
+    h = int(round_to_bits(np.array([v], np.float32), dtype)[0])
+    h = (1 if up else 0x8001) if h & 0x7FFF == 0 else (h + 1 if (v > 0) == up else h - 1)
+    if dtype == "float16":
+        return np.float32(np.uint16(h).view(np.float16))
+    return (np.uint32(h) << np.uint32(16)).view(np.float32)
+
+
+def truncated_normal_ref(shape, state, dtype, mean, std, a, b):
+    """Phi^-1(pa + u (pb - pa)) on the lower-tail side (flipped when alpha + beta > 0), u = m53 2^-53 from two words,
+    mean + std z clamped to [a, b]; <= 32-bit types round it (through float32) and clamp to their values in [a, b]."""
+    al, be = (min(max((v - mean) / std, -37.0), 37.0) for v in (a, b))
+    flip = al + be > 0
+    lo, hi = (-be, -al) if flip else (al, be)
+    pa = normal_cdf_ref(lo)
+    pw = normal_cdf_ref(hi) - pa
+    w = element_words(shape, state, 2)
+    m53 = ((w[:, 0] & np.uint64(0x1FFFFF)) << _32) | w[:, 1]
+    p = np.clip(pa + (m53.astype(np.float64) * 2.0**-53) * pw, 2.0**-1022, 1.0 - 2.0**-53)
+    z = ndtri_ref(p)
+    v = np.clip(mean + std * (-z if flip else z), a, b)
+    if dtype == "float64":
+        return round_to_bits(v, dtype)
+    ra, rb = dtype_value(a, dtype), dtype_value(b, dtype)
+    tlo = _step(ra, dtype, True) if ra < a else ra
+    thi = _step(rb, dtype, False) if rb > b else rb
+    r = v.astype(np.float32)
+    if dtype in ("float16", "bfloat16"):
+        bits = round_to_bits(r, dtype)
+        r = bits.view(np.float16).astype(np.float32) if dtype == "float16" else \
+            (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return round_to_bits(np.clip(r, tlo, thi), dtype)
+
+
+def bernoulli_ref(shape, state, dtype, p):
+    """1.0 where u < p (dropout's u), else 0.0, as bit patterns; p a float or an array of `shape` (its values in
+    the output dtype, as float64)."""
+    u = op_u(element_words(shape, state, _k(dtype)), dtype).astype(np.float64)
+    p = np.broadcast_to(np.asarray(p, dtype=np.float64), shape).reshape(-1)
+    return round_to_bits(np.where(u < p, 1.0, 0.0), dtype)
+
+
+def randint_ref(shape, state, dtype, low, high):
+    """low + floor((high - low) x / 2^bits), x from two words (64 bits), int64 four (128 bits), first word high;
+    the sum modulo 2^64 in the dtype's bits. Python integers: exact."""
+    k = 4 if dtype == "int64" else 2
+    w = element_words(shape, state, k)
+    rng = high - low
+    vals = []
+    for row in w.tolist():
+        x = 0
+        for word_ in row:
+            x = (x << 32) | word_
+        vals.append((low + (rng * x >> (32 * k))) % U64)
+    out = np.array(vals, dtype=np.uint64)
+    width = np.dtype(dtype).itemsize * 8
+    return (out & np.uint64((1 << width) - 1) if width < 64 else out).astype(
+        np.dtype("u%d" % (width // 8))).view(np.dtype(dtype)).reshape(shape)

@@ -116,6 +116,15 @@ def cases():
         "ops.split": lambda s: ops.split(s, 2),
         "ops.fold_in": lambda s: ops.fold_in(s, torch.tensor(3)),
         "ops.take_": lambda s: ops.take_(s, 4),
+        "F.normal": lambda s: F.normal(x32(), s),
+        "F.truncated_normal": lambda s: F.truncated_normal(x32(), s),
+        "F.bernoulli": lambda s: F.bernoulli(x32(), s, 0.5),
+        "F.randint": lambda s: F.randint(x32(), s, 0, 10),
+        "ops.normal": lambda s: ops.normal(x32(), s, 0.0, 1.0, None),
+        "ops.truncated_normal": lambda s: ops.truncated_normal(x32(), s, 0.0, 1.0, -2.0, 2.0, None),
+        "ops.bernoulli": lambda s: ops.bernoulli(x32(), s, 0.5),
+        "ops.bernoulli_tensor": lambda s: ops.bernoulli_tensor(x32(), s, torch.full((3, 4), 0.5)),
+        "ops.randint": lambda s: ops.randint(x32(), s, 0, 10, torch.int64),
     }
     for fname, call in takes_state.items():
         for kind, make in BAD_STATES.items():
@@ -154,11 +163,29 @@ def cases():
         "ops.uniform": (lambda x, s: ops.uniform(x, s, 0.0, 1.0, None), "like"),
         "ops.quantize_noise": (lambda x, s: ops.quantize_noise(x, s, 0.5), "x"),
         "ops.dropout": (lambda x, s: ops.dropout(x, s, 0.5), "x"),
+        "F.normal": (lambda x, s: F.normal(x, s), "like"),
+        "F.truncated_normal": (lambda x, s: F.truncated_normal(x, s), "like"),
+        "F.bernoulli": (lambda x, s: F.bernoulli(x, s, 0.5), "like"),
+        "F.randint": (lambda x, s: F.randint(x, s, 0, 3), "like"),
+        "randn_like": (lambda x, s: torch_rngx.randn_like(x), "x"),
+        "normal_like": (lambda x, s: torch_rngx.normal_like(x, 1.0, 2.0, generator=torch_rngx.Generator(1)), "x"),
+        "bernoulli_like": (lambda x, s: torch_rngx.bernoulli_like(x, 0.5), "x"),
+        "randint_like": (lambda x, s: torch_rngx.randint_like(x, 0, 3), "x"),
+        "nn.init.trunc_normal_": (lambda x, s: torch_rngx.nn.init.trunc_normal_(x), "tensor"),
+        "ops.normal": (lambda x, s: ops.normal(x, s, 0.0, 1.0, None), "like"),
+        "ops.truncated_normal": (lambda x, s: ops.truncated_normal(x, s, 0.0, 1.0, -2.0, 2.0, None), "like"),
+        "ops.bernoulli": (lambda x, s: ops.bernoulli(x, s, 0.5), "like"),
+        "ops.randint": (lambda x, s: ops.randint(x, s, 0, 3, torch.int64), "like"),
     }
+    shape_only = ("F.randint", "randint_like", "ops.randint")  # any dtype's shape will do
     for fname, (call, argname) in takes_x.items():
         for kind, make in BAD_XS.items():
             raw = fname.startswith("ops.")
-            if fname == "ops.uniform" and kind in ("int32", "int64", "bool", "uint8", "complex64"):
+            if fname in shape_only and kind in ("int32", "int64", "bool", "uint8", "complex64"):
+                continue
+            if fname in ("ops.normal", "ops.truncated_normal") and kind in ("int32", "int64", "bool", "uint8", "complex64"):
+                names = ("dtype",)  # as ops.uniform: the output dtype defaults to like's
+            elif fname == "ops.uniform" and kind in ("int32", "int64", "bool", "uint8", "complex64"):
                 names = ("dtype",)  # uniform only reads like's shape; the dtype it would produce is wrong
             elif raw and kind in ("sparse", "nested"):
                 names = ("SparseCPU",) if kind == "sparse" else ("NestedTensorCPU",)
@@ -188,6 +215,107 @@ def cases():
             add(f"{fname}[p={kind}]", lambda call=call, p=p, s=s: call(p, s), ("p",), RAW if raw else PUBLIC, [s])
     s = good_state()
     add("ops.dropout[p=2.0]", lambda s=s: ops.dropout(x32(), s, 2.0), ("p",), RAW, [s])
+
+    s = good_state()
+    add("F.bernoulli[p=out_of_range_tensor]", lambda s=s: F.bernoulli(x32(), s, torch.tensor([0.5, 1.5, 0.2, 0.1])),
+        ("p",), PUBLIC, [s])
+    add("F.bernoulli[p=nan_tensor]", lambda s=s: F.bernoulli(x32(), s, torch.tensor(math.nan)), ("p",), PUBLIC, [s])
+    add("F.bernoulli[p=wrong_shape]", lambda s=s: F.bernoulli(x32(), s, torch.full((3, 5), 0.5)), ("p",), PUBLIC, [s])
+    add("F.bernoulli[p=bool_tensor]", lambda s=s: F.bernoulli(x32(), s, torch.ones(4, dtype=torch.bool)), ("p",),
+        PUBLIC, [s])
+    add("bernoulli_like[p=out_of_range_tensor]", lambda: torch_rngx.bernoulli_like(x32(), torch.full((4,), -0.5)),
+        ("p",))
+    add("ops.bernoulli_tensor[p=out_of_range]", lambda s=s: ops.bernoulli_tensor(x32(), s, torch.full((3, 4), 2.0)),
+        ("p",), RAW, [s])
+    add("ops.bernoulli_tensor[p=wrong_shape]", lambda s=s: ops.bernoulli_tensor(x32(), s, torch.full((4,), 0.5)),
+        ("p",), RAW, [s])
+    add("ops.bernoulli_tensor[p=wrong_dtype]", lambda s=s: ops.bernoulli_tensor(x32(), s, torch.full((3, 4), 0.5).double()),
+        ("p",), RAW, [s])
+    for kind, p in BAD_P.items():
+        if kind == "tensor":
+            continue  # a tensor of probabilities is valid here
+        for fname, call in {
+            "F.bernoulli": lambda p, s: F.bernoulli(x32(), s, p),
+            "bernoulli_like": lambda p, s: torch_rngx.bernoulli_like(x32(), p),
+            "ops.bernoulli": lambda p, s: ops.bernoulli(x32(), s, p),
+        }.items():
+            raw = fname.startswith("ops.")
+            if raw and kind in ("int_2", "bool"):
+                continue  # the schema parser converts 2 and True to float; 2.0 is rejected below
+            s = good_state()
+            add(f"{fname}[p={kind}]", lambda call=call, p=p, s=s: call(p, s), ("p",), RAW if raw else PUBLIC, [s])
+    s = good_state()
+    add("ops.bernoulli[p=2.0]", lambda s=s: ops.bernoulli(x32(), s, 2.0), ("p",), RAW, [s])
+
+    # ---- normal's mean and std, the truncated normal's bounds ----
+    bad_std = {"neg": -1.0, "nan": math.nan, "inf": math.inf, "str": "1", "none": None, "bool": True,
+               "float32_overflow": 1e39}
+    for kind, std in bad_std.items():
+        for fname, call in {
+            "F.normal": lambda v, s: F.normal(x32(), s, 0.0, v),
+            "normal_like": lambda v, s: torch_rngx.normal_like(x32(), 0.0, v),
+            "F.truncated_normal": lambda v, s: F.truncated_normal(x32(), s, 0.0, v),
+            "nn.init.trunc_normal_": lambda v, s: torch_rngx.nn.init.trunc_normal_(x32(), 0.0, v),
+            "ops.normal": lambda v, s: ops.normal(x32(), s, 0.0, v, None),
+            "ops.truncated_normal": lambda v, s: ops.truncated_normal(x32(), s, 0.0, v, -2.0, 2.0, None),
+        }.items():
+            raw = fname.startswith("ops.")
+            if raw and kind in ("bool", "str", "none"):
+                continue  # the schema parser converts True; it rejects "1" and None naming the argument below
+            if kind == "float32_overflow" and "trunc" in fname:
+                continue  # the truncated normal computes in double: 1e39 is a fine std there
+            s = good_state()
+            add(f"{fname}[std={kind}]", lambda call=call, v=std, s=s: call(v, s), ("std",), RAW if raw else PUBLIC, [s])
+    for kind, mean in {"nan": math.nan, "inf": math.inf, "float32_overflow": 1e39, "str": "0"}.items():
+        s = good_state()
+        add(f"F.normal[mean={kind}]", lambda m=mean, s=s: F.normal(x32(), s, m), ("mean",), PUBLIC, [s])
+        if kind != "str":
+            add(f"ops.normal[mean={kind}]", lambda m=mean, s=s: ops.normal(x32(), s, m, 1.0, None), ("mean",), RAW, [s])
+    for fname in ("F.truncated_normal", "ops.truncated_normal"):
+        s = good_state()
+        call = (lambda st, *a: F.truncated_normal(x32(), st, *a)) if fname[0] == "F" else \
+            (lambda st, *a: ops.truncated_normal(x32(), st, *a, None))
+        exc = PUBLIC if fname[0] == "F" else RAW
+        add(f"{fname}[std=0]", lambda c=call, s=s: c(s, 0.0, 0.0, -1.0, 1.0), ("std",), exc, [s])
+        add(f"{fname}[a>b]", lambda c=call, s=s: c(s, 0.0, 1.0, 2.0, 1.0), ("a", "b"), exc, [s])
+        add(f"{fname}[a=b]", lambda c=call, s=s: c(s, 0.0, 1.0, 1.0, 1.0), ("a", "b"), exc, [s])
+        add(f"{fname}[a=nan]", lambda c=call, s=s: c(s, 0.0, 1.0, math.nan, 1.0), ("a",), exc, [s])
+        add(f"{fname}[b=inf]", lambda c=call, s=s: c(s, 0.0, 1.0, 0.0, math.inf), ("b",), exc, [s])
+        add(f"{fname}[no float16 in [a, b]]",
+            lambda s=s, f=fname: (F.truncated_normal(x32().half(), s, 0.0, 1.0, 1.0001, 1.0002) if f[0] == "F" else
+                                  ops.truncated_normal(x32().half(), s, 0.0, 1.0, 1.0001, 1.0002, None)),
+            ("a", "b"), exc, [s])
+    add("nn.init.trunc_normal_[a>b]", lambda: torch_rngx.nn.init.trunc_normal_(x32(), 0.0, 1.0, 3.0, -3.0), ("a", "b"))
+
+    # ---- randint's bounds and dtype ----
+    bad_bounds = {"low=high": (5, 5, torch.int64), "low>high": (6, 5, torch.int64),
+                  "uint8_low": (-1, 5, torch.uint8), "uint8_high": (0, 257, torch.uint8),
+                  "int8_high": (0, 129, torch.int8), "int32_low": (-2**31 - 1, 0, torch.int32),
+                  "int16_high": (0, 2**15 + 1, torch.int16)}
+    for kind, (lo, hi, dt) in bad_bounds.items():
+        s = good_state()
+        add(f"F.randint[{kind}]", lambda lo=lo, hi=hi, dt=dt, s=s: F.randint(x32(), s, lo, hi, dtype=dt),
+            ("low", "high"), PUBLIC, [s])
+        add(f"randint_like[{kind}]", lambda lo=lo, hi=hi, dt=dt: torch_rngx.randint_like(x32(), lo, hi, dtype=dt),
+            ("low", "high"))
+        add(f"ops.randint[{kind}]", lambda lo=lo, hi=hi, dt=dt, s=s: ops.randint(x32(), s, lo, hi, dt),
+            ("low", "high"), RAW, [s])
+    for kind, (lo, hi) in {"float_low": (0.5, 3), "str_high": (0, "3"), "none_low": (None, 3), "bool_high": (0, True),
+                           "high_2^64": (0, 2**64)}.items():
+        s = good_state()
+        add(f"F.randint[{kind}]", lambda lo=lo, hi=hi, s=s: F.randint(x32(), s, lo, hi), ("low", "high"), PUBLIC, [s])
+    for kind, dt in {"float32": torch.float32, "bool": torch.bool, "uint16": torch.uint16, "str": "int64"}.items():
+        s = good_state()
+        add(f"F.randint[dtype={kind}]", lambda d=dt, s=s: F.randint(x32(), s, 0, 3, dtype=d), ("dtype",), PUBLIC, [s])
+        add(f"randint_like[dtype={kind}]", lambda d=dt: torch_rngx.randint_like(x32(), 0, 3, dtype=d), ("dtype",))
+        if kind != "str":
+            add(f"ops.randint[dtype={kind}]", lambda d=dt, s=s: ops.randint(x32(), s, 0, 3, d), ("dtype",), RAW, [s])
+    for kind, dt in {"int64": torch.int64, "bool": torch.bool}.items():
+        s = good_state()
+        add(f"F.normal[dtype={kind}]", lambda d=dt, s=s: F.normal(x32(), s, dtype=d), ("dtype",), PUBLIC, [s])
+        add(f"randn_like[dtype={kind}]", lambda d=dt: torch_rngx.randn_like(x32(), dtype=d), ("dtype",))
+        add(f"ops.normal[dtype={kind}]", lambda d=dt, s=s: ops.normal(x32(), s, 0.0, 1.0, d), ("dtype",), RAW, [s])
+    add("blocks_used[op=unknown]", lambda: torch_rngx.blocks_used(4, torch.float32, "gamma"), ("op",))
 
     # ---- half ----
     for kind, half in BAD_HALF.items():

@@ -2,7 +2,8 @@
 global tensor, given global_shape and global_start, returns exactly that block of the op on the global tensor:
 on any dims, uneven blocks, any layout of the block, batched keys, every thread count, with dropout's backward;
 eager, compiled (fullgraph, static and dynamic) and exported; under vmap; and stateful calls advance a Generator
-by the global tensor's blocks. Bad views are rejected by name, in Python and in C++. CPU only."""
+by the global tensor's blocks; normal, truncated_normal, bernoulli and randint (more words per element) included.
+Bad views are rejected by name, in Python and in C++. CPU only."""
 import itertools
 
 import pytest
@@ -57,6 +58,10 @@ def ops_on(x, key, dtype, view, channels=True):
     yield "noise", F.quantize_noise(x, key, 0.5, **view)
     yield "dropout", F.dropout(x, key, 0.3, **view)
     yield "alpha_dropout", F.alpha_dropout(x, key, 0.3, **view)
+    yield "normal", F.normal(x, key, 0.5, 2.0, **view)
+    yield "truncated_normal", F.truncated_normal(x, key, 0.0, 1.0, -1.0, 2.5, **view)
+    yield "bernoulli", F.bernoulli(x, key, 0.3, **view)
+    yield "randint", F.randint(x, key, -5, 1000, **view)
     if x.dim() >= 2 and channels:
         yield "feature_dropout", F.feature_dropout(x, key, 0.4, **view)
         yield "feature_alpha_dropout", F.feature_alpha_dropout(x, key, 0.4, **view)
@@ -124,7 +129,10 @@ def test_stateful_calls_advance_by_the_global_blocks():
     shape = (5, 7)
     for fn in (torch_rngx.rand_like, torch_rngx.quantize,
                lambda x, **kw: torch_rngx.dropout(x, 0.3, **kw), lambda x, **kw: torch_rngx.dropout1d(x, 0.3, **kw),
-               lambda x, **kw: torch_rngx.alpha_dropout(x, 0.3, True, **kw)):
+               lambda x, **kw: torch_rngx.alpha_dropout(x, 0.3, True, **kw), torch_rngx.randn_like,
+               lambda x, **kw: torch_rngx.normal_like(x, 1.0, 2.0, dtype=torch.float64, **kw),
+               lambda x, **kw: torch_rngx.bernoulli_like(x, 0.3, **kw),
+               lambda x, **kw: torch_rngx.randint_like(x, 0, 9, **kw)):
         g = torch.randn(shape)
         ref_gen = torch_rngx.Generator(3)
         want = [fn(g, generator=ref_gen) for _ in range(2)]

@@ -6,8 +6,10 @@
                                                  module's state, advanced in place by blocks_used(numel,
                                                  dtype)) or, for None, a fresh seed from torch's generator
 
-kind and params: "uniform" (low, high, dtype), "noise" (half), "dropout" (p). Each op is linear in x with a
-derivative that needs only the key, so backward and jvp apply the same rule to a gradient or a tangent.
+kind and params: "uniform" (low, high, dtype), "noise" (half), "dropout" (p), "normal" (mean, std, dtype),
+"truncated_normal" (mean, std, a, b, dtype), "bernoulli" (p), "bernoulli_tensor" (p expanded to x's shape),
+"randint" (low, high, dtype). noise and dropout are linear in x with a derivative that needs only the key, so
+backward and jvp apply the same rule to a gradient or a tangent; the samplers (SAMPLERS) are not differentiable.
 
 The Functions are what torch.func needs; elsewhere the ops are called directly, with the same math in their
 registered autograd formulas (_ops.py): torch.compile does not trace a custom jvp, and in plain eager code an
@@ -23,6 +25,11 @@ from ._ops import ops
 def _rows(info, x_dim, x):
     """x with its vmapped dim first (expanded when x itself is not batched)."""
     return x.movedim(x_dim, 0) if x_dim is not None else x.expand(info.batch_size, *x.shape)
+
+
+def _param_rows(info, dims, params):
+    """A tensor parameter (bernoulli's p, expanded to x's shape) follows x's rows: moved or expanded likewise."""
+    return [_rows(info, d, v) if isinstance(v, torch.Tensor) else v for d, v in zip(dims, params)]
 
 
 def _per_row(key, n, row_dims):
@@ -41,8 +48,8 @@ def _batched(params, n):
     return (*params[:-2], *_ops.batched_view(n, params[-2], params[-1]))
 
 
-def _draw(owner, numel, dtype):
-    return ops.seed_state() if owner is None else ops.take_(owner, functional.blocks_of(numel, dtype))
+def _draw(owner, numel, dtype, kind=None):
+    return ops.seed_state() if owner is None else ops.take_(owner, functional.blocks_of(numel, dtype, kind))
 
 
 _RANDOMNESS_ERROR = (
@@ -56,7 +63,7 @@ def _functions(kind, kernel):
 
     def save(ctx, key, params, output):
         ctx.params = params
-        if kind == "uniform":
+        if kind in SAMPLERS:
             ctx.mark_non_differentiable(output)
         elif kind == "dropout":
             ctx.save_for_backward(key)
@@ -64,7 +71,7 @@ def _functions(kind, kernel):
 
     def derivative(ctx, t, function):
         """d out / d x applied to t (a gradient or a tangent), with `function` to keep it differentiable."""
-        if t is None or kind == "uniform":
+        if t is None or kind in SAMPLERS:
             return None
         if kind == "noise":
             return t
@@ -97,6 +104,7 @@ def _functions(kind, kernel):
         def vmap(info, in_dims, x, key, *params):
             """Each row is the op on that row: with its own key when the key is vmapped, else the same key."""
             x = _rows(info, in_dims[0], x)
+            params = _param_rows(info, in_dims[2:], params)
             if in_dims[1] is None:
                 keys = _per_row(key, info.batch_size, x.dim() - 1)
             else:
@@ -107,7 +115,7 @@ def _functions(kind, kernel):
     class Draw(torch.autograd.Function):
         @staticmethod
         def forward(x, owner, dtype, *params):
-            key = _draw(owner, _numel(x, params), dtype)
+            key = _draw(owner, _numel(x, params), dtype, kind)
             with torch._C._AutoDispatchBelowAutograd():
                 return kernel(x, key, *params), key
 
@@ -133,11 +141,12 @@ def _functions(kind, kernel):
             if info.randomness == "error":
                 raise RuntimeError(_RANDOMNESS_ERROR)
             x = _rows(info, in_dims[0], x)
+            params = _param_rows(info, in_dims[3:], params)
             if info.randomness == "same":
-                key = _draw(owner, _numel(x[0], params), dtype)
+                key = _draw(owner, _numel(x[0], params), dtype, kind)
                 out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *_batched(params, info.batch_size))
             else:
-                key = _draw(owner, _numel(x[0], params) * info.batch_size, dtype)
+                key = _draw(owner, _numel(x[0], params) * info.batch_size, dtype, kind)
                 out = Sample.apply(x, key, *_batched(params, info.batch_size))
             return (out, key), (0, None)
 
@@ -159,11 +168,15 @@ def _functions(kind, kernel):
     return Sample, Draw, Eager
 
 
-SAMPLE, DRAW, EAGER = {}, {}, {}
-for _kind, _kernel in (("uniform", ops.uniform), ("noise", ops.quantize_noise), ("dropout", ops.dropout)):
-    SAMPLE[_kind], DRAW[_kind], EAGER[_kind] = _functions(_kind, _kernel)
+_KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.dropout, "normal": ops.normal,
+            "truncated_normal": ops.truncated_normal, "bernoulli": ops.bernoulli,
+            "bernoulli_tensor": ops.bernoulli_tensor, "randint": ops.randint}
+# Samples of a distribution: their output does not depend on x's values, so nothing is differentiable.
+SAMPLERS = frozenset(("uniform", "normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint"))
 
-_KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.dropout}
+SAMPLE, DRAW, EAGER = {}, {}, {}
+for _kind, _kernel in _KERNELS.items():
+    SAMPLE[_kind], DRAW[_kind], EAGER[_kind] = _functions(_kind, _kernel)
 
 
 # Set by torch_rngx.distributed: (kernel, x, key, params) -> the op on a DTensor x, traced as this rank's block.
@@ -190,7 +203,7 @@ FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock throu
 
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
-        return _compiled(kind, x, _draw(owner, _numel(x, params), dtype), params)
+        return _compiled(kind, x, _draw(owner, _numel(x, params), dtype, kind), params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
     if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
@@ -198,7 +211,7 @@ def draw(kind, x, owner, dtype, *params):
             and _replay.plain_eager()):
         with _ops.take_lock, torch._C._AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
             return _FUSED[kind](owner, x, *params[:-2])
-    return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype), params)
+    return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind), params)
 
 
 def key_for(x, owner, numel, dtype):
@@ -211,12 +224,12 @@ def key_for(x, owner, numel, dtype):
     return _eager_key(owner, numel, dtype)
 
 
-def _eager_key(owner, numel, dtype):
+def _eager_key(owner, numel, dtype, kind=None):
     if not _replay.plain_eager():  # the ops journal the draw for a checkpoint, or refuse to draw again
-        return _draw(owner, numel, dtype)
+        return _draw(owner, numel, dtype, kind)
     if owner is None:
         return _ops.fresh_seed()
-    return _ops.advance(owner, functional.blocks_of(numel, dtype))
+    return _ops.advance(owner, functional.blocks_of(numel, dtype, kind))
 
 
 class KeyDraw(torch.autograd.Function):
@@ -275,7 +288,7 @@ class ChannelDropout(torch.autograd.Function):
 def _eager(kind, x, key, params):
     """Plain eager: an autograd node only when a gradient can flow; the op below autograd, skipping the dispatch
     through its registered formula (about half an op call on a small tensor)."""
-    if kind != "uniform" and x.requires_grad and torch.is_grad_enabled():
+    if kind not in SAMPLERS and x.requires_grad and torch.is_grad_enabled():
         return EAGER[kind].apply(x, key, *params)
     with torch._C._AutoDispatchBelowAutograd():
         return _KERNELS[kind](x, key, *params)

@@ -283,3 +283,117 @@ def for_feature(x, key, p, global_shape=None, global_start=None, name="x"):
                          f"decision per (batch, channel), so only the first two batch dims may be larger than 1")
     same_device(x, key, name)
     return probability(p), *view
+
+
+def float_like(like, key, dtype=None, global_shape=None, global_start=None):
+    """A float output shaped like `like`: like is a dense tensor, `dtype` (or like's) a float dtype. Returns the
+    output dtype and the global view."""
+    strided(like, "like")
+    view = global_view(like.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(like.shape, view))
+    same_device(like, key, "like")
+    float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
+    return like.dtype if dtype is None else dtype, view
+
+
+def mean_std(mean, std, dtype, strict=False):
+    """mean finite, std finite and >= 0 (> 0 when strict), both finite in the compute type (float32 for <= 32-bit
+    types)."""
+    mean = real(mean, "mean")
+    if isinstance(std, bool) or not isinstance(std, numbers.Real):
+        raise TypeError(f"std must be a real number, got {type(std).__name__}")
+    std = _as_float(std, "std")
+    if not (std > 0 if strict else std >= 0) or not _isfinite(std):  # also rejects NaN
+        raise ValueError(f"std must be finite and {'> 0' if strict else '>= 0'}, got {std}")
+    if not (_finite_in(mean, dtype) and _finite_in(std, dtype)):
+        raise ValueError(f"mean and std must be finite in the compute type of {dtype}, got mean={mean}, std={std}")
+    return mean, std
+
+
+def for_normal(like, key, mean, std, dtype, global_shape=None, global_start=None):
+    out_dtype, view = float_like(like, key, dtype, global_shape, global_start)
+    return *mean_std(mean, std, out_dtype), dtype, *view
+
+
+def for_truncated_normal(like, key, mean, std, a, b, dtype, global_shape=None, global_start=None):
+    out_dtype, view = float_like(like, key, dtype, global_shape, global_start)
+    mean, std = mean_std(mean, std, torch.float64, strict=True)  # the truncated normal computes in double
+    a, b = real(a, "a"), real(b, "b")
+    if not a < b:
+        raise ValueError(f"a must be < b, got a={a}, b={b}")
+    if not torch.compiler.is_compiling() and not _value_between(a, b, out_dtype):
+        raise ValueError(f"no value of {out_dtype} lies in [a, b] = [{a}, {b}]")
+    return mean, std, a, b, dtype, *view
+
+
+@functools.lru_cache(maxsize=256)
+def _value_between(a, b, dtype):
+    """Some value of dtype lies in [a, b] (a < b). A rounded bound inside does; else, with ra < a < b < rb, values
+    strictly between ra and rb exist (and lie in [a, b]) iff their midpoint rounds to neither."""
+    ra, rb = round_to(a, dtype), round_to(b, dtype)
+    if a <= ra <= b or a <= rb <= b:
+        return True
+    if not (ra < a and rb > b):  # both round past the same end: no value between
+        return False
+    return not (_isfinite(ra) and _isfinite(rb)) or round_to((ra + rb) / 2, dtype) not in (ra, rb)
+
+
+def for_bernoulli(like, key, p, global_shape=None, global_start=None):
+    """p: a probability, or a real tensor broadcastable to like's shape (returned cast to like's dtype and
+    expanded to its shape: the kernel reads it in place, stride-0 dims and all); then the global view."""
+    _, view = float_like(like, key, None, global_shape, global_start)
+    if not isinstance(p, torch.Tensor):
+        return probability(p), *view
+    if p.is_complex() or p.dtype == torch.bool or not (p.is_floating_point() or p.dtype in INT_DTYPES):
+        raise TypeError(f"p must be a real number or a real tensor, got a tensor of dtype {p.dtype}")
+    if p.device != like.device:
+        raise ValueError(f"p is on {p.device} but like is on {like.device}")
+    if p.requires_grad:
+        raise ValueError("p must not require grad: bernoulli is not differentiable")
+    try:
+        shape = torch.broadcast_shapes(p.shape, like.shape)
+    except RuntimeError:
+        shape = None
+    if shape != like.shape:
+        raise ValueError(f"p of shape {tuple(p.shape)} does not broadcast to like's shape {tuple(like.shape)}")
+    return p.to(like.dtype).expand(like.shape), *view
+
+
+def probabilities(p):
+    """A tensor p's values all in [0, 1] (NaN refused), for the eager public functions on CPU tensors: a
+    data-dependent check, so neither the fake kernels, compiled code nor torch.func transforms make it (the CPU
+    kernel checks again)."""
+    if (isinstance(p, torch.Tensor) and p.device.type == "cpu" and not torch.compiler.is_compiling()
+            and torch._C._functorch.peek_interpreter_stack() is None and p.numel() and not _in_unit(p)):
+        raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
+    return p
+
+
+def _in_unit(p):
+    lo, hi = torch.aminmax(p)  # one pass; NaN propagates, and fails both comparisons
+    return bool(lo >= 0) and bool(hi <= 1)
+
+
+RANDINT_DTYPES = {torch.uint8: (0, 1 << 8), torch.int8: (-(1 << 7), 1 << 7), torch.int16: (-(1 << 15), 1 << 15),
+                  torch.int32: (-(1 << 31), 1 << 31), torch.int64: (-(1 << 63), (1 << 63) - 1)}
+
+
+def for_randint(like, key, low, high, dtype, global_shape=None, global_start=None):
+    """[low, high) within dtype (high may be one past its largest value; int64: high <= 2^63 - 1, the schema's
+    int); then the global view."""
+    strided(like, "like")
+    view = global_view(like.shape, global_shape, global_start)
+    state(key, shape=_batch_shape(like.shape, view))
+    same_device(like, key, "like")
+    if dtype not in RANDINT_DTYPES:
+        raise TypeError(f"dtype must be uint8, int8, int16, int32 or int64, got {dtype}")
+    for v, name in ((low, "low"), (high, "high")):
+        if isinstance(v, bool) or not isinstance(v, (int, torch.SymInt)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    if isinstance(low, int) and isinstance(high, int):
+        if not low < high:
+            raise ValueError(f"low must be < high, got low={low}, high={high}")
+        lo, hi = RANDINT_DTYPES[dtype]
+        if not (lo <= low and high <= hi):
+            raise ValueError(f"[low, high) = [{low}, {high}) does not fit {dtype}: low >= {lo} and high <= {hi} needed")
+    return low, high, dtype, *view

@@ -64,6 +64,50 @@ def _uniform_backward(ctx, grad):
 torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_context=_uniform_setup)
 
 
+# ---- normal, truncated_normal, bernoulli, randint: samples of a distribution, not differentiable (as uniform) ----
+@torch.library.register_fake("rngx::normal")
+def _(like, state, mean, std, dtype=None, global_shape=None, global_start=None):
+    _checks.for_normal(like, state, mean, std, dtype, global_shape, global_start)
+    return torch.empty_like(like, dtype=dtype)
+
+
+@torch.library.register_fake("rngx::truncated_normal")
+def _(like, state, mean, std, a, b, dtype=None, global_shape=None, global_start=None):
+    _checks.for_truncated_normal(like, state, mean, std, a, b, dtype, global_shape, global_start)
+    return torch.empty_like(like, dtype=dtype)
+
+
+@torch.library.register_fake("rngx::bernoulli")
+def _(like, state, p, global_shape=None, global_start=None):
+    _checks.for_bernoulli(like, state, p, global_shape, global_start)
+    return torch.empty_like(like)
+
+
+@torch.library.register_fake("rngx::bernoulli_tensor")
+def _(like, state, p, global_shape=None, global_start=None):
+    _checks.for_bernoulli(like, state, p, global_shape, global_start)
+    return torch.empty_like(like)
+
+
+@torch.library.register_fake("rngx::randint")
+def _(like, state, low, high, dtype, global_shape=None, global_start=None):
+    _checks.for_randint(like, state, low, high, dtype, global_shape, global_start)
+    return torch.empty_like(like, dtype=dtype)
+
+
+def _sample_backward(ctx, *grads):
+    return (None,) * ctx.n_inputs
+
+
+def _sample_setup(ctx, inputs, output):
+    ctx.n_inputs = len(inputs)
+    ctx.mark_non_differentiable(output)
+
+
+for _name in ("normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint"):
+    torch.library.register_autograd(f"rngx::{_name}", _sample_backward, setup_context=_sample_setup)
+
+
 # ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
 @torch.library.register_fake("rngx::quantize_noise")
 def _(x, state, half, global_shape=None, global_start=None):

@@ -99,10 +99,21 @@ def _sampler(x_name, state_name):
         a["global_shape"], a["global_start"] = global_view(x, x_name)
         a[state_name] = _replicated_local(a[state_name], x.device_mesh, state_name)
         a[x_name] = x.to_local()
+        for name, value in a.items():  # a tensor parameter shaped like x (bernoulli_tensor's p): its block too
+            if isinstance(value, DTensor):
+                a[name] = _block_like(value, x, name)
         out = func(**a)
         return DTensor.from_local(out, x.device_mesh, x.placements, run_check=False, shape=x.shape, stride=x.stride())
 
     return rule
+
+
+def _block_like(t, x, name):
+    """This rank's block of a DTensor parameter laid out as x."""
+    if t.device_mesh != x.device_mesh or tuple(t.placements) != tuple(x.placements):
+        raise ValueError(f"{name} is a DTensor with placements {tuple(t.placements)}, but the input has "
+                         f"{tuple(x.placements)}: a tensor parameter must be laid out like the input")
+    return t.to_local()
 
 
 def _fused(sampler, x_name):
@@ -142,14 +153,18 @@ def _compiled_call(kernel, x, key, params):
         raise ValueError(_VIEW_OF_DTENSOR)
     view = global_view(x)
     key = _replicated_local(key, x.device_mesh)
-    out = kernel(x.to_local(), key, *params[:-2], *view)
+    rest = [_block_like(p, x, "p") if isinstance(p, DTensor) else p for p in params[:-2]]
+    out = kernel(x.to_local(), key, *rest, *view)
     return DTensor.from_local(out, x.device_mesh, x.placements, run_check=False, shape=x.shape, stride=x.stride())
 
 
 _autograd.compiled_dtensor = _compiled_call
 
 _RULES = {"uniform": _sampler("like", "state"), "quantize_noise": _sampler("x", "state"),
-          "dropout": _sampler("x", "state"), "uniform_from_": _fused(ops.uniform, "like"),
+          "dropout": _sampler("x", "state"), "normal": _sampler("like", "state"),
+          "truncated_normal": _sampler("like", "state"), "bernoulli": _sampler("like", "state"),
+          "bernoulli_tensor": _sampler("like", "state"), "randint": _sampler("like", "state"),
+          "uniform_from_": _fused(ops.uniform, "like"),
           "quantize_noise_from_": _fused(ops.quantize_noise, "x"),
           "bits": _on_key, "take_": _on_key, "split": _on_key, "fold_in": _on_key}
 for _op, _rule in _RULES.items():

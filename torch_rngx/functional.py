@@ -3,7 +3,7 @@
 `state` is a key `[seed, offset]`, an int64 or uint64 tensor of shape (2,) (both read as unsigned 64-bit; the
 offset counts 128-bit Philox blocks), exactly a `torch.func._random` key. The element at logical (row-major)
 index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at block `offset` (k = 2 for float64,
-else 1). A batched state of shape (*B, 2) gives each slice of the output its own key. See docs/stream.md.
+else 1; normal, truncated_normal and randint take more: blocks_used). A batched state of shape (*B, 2) gives each slice of the output its own key. See docs/stream.md.
 
 Keys:
     key(seed, device=None, dtype=torch.int64) -> state
@@ -12,6 +12,8 @@ Keys:
     blocks_used(numel, dtype) -> int
 Samplers (like: the output's shape, strides and device):
     bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
+    normal(like, state, mean, std, *, dtype=None), truncated_normal(like, state, mean, std, a, b, *, dtype=None),
+    bernoulli(like, state, p), randint(like, state, low, high, *, dtype=torch.int64),
     quantize_noise(x, state, half), dropout(x, state, p),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
 Every sampler also takes keyword-only global_shape= and global_start= (both or neither): the tensor is then the
@@ -29,25 +31,38 @@ from ._ops import ops
 _U64 = 1 << 64
 
 
-def blocks_used(numel, dtype):
+def blocks_used(numel, dtype, op=None):
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
-    k = 2 for float64, int64 and uint64, else 1. A Generator advances its offset by this much per call."""
+    k the words per element: 2 for float64, int64 and uint64, else 1; for op="normal" 2 (float64: 4), for
+    "truncated_normal" 2, for "randint" 2 (int64: 4). A Generator advances its offset by this much per call."""
     if isinstance(numel, bool) or not isinstance(numel, (int, torch.SymInt)):
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
     if isinstance(numel, int) and numel < 0:
         raise ValueError(f"numel must be >= 0, got {numel}")
     if dtype not in _WORDS:
         raise TypeError(f"dtype must be a float or integer dtype, got {dtype}")
-    return blocks_of(numel, dtype)
+    if op not in _OP_DTYPES:
+        raise ValueError(f"op must be None or one of {sorted(k for k in _OP_DTYPES if k)}, got {op!r}")
+    if dtype not in _OP_DTYPES[op]:
+        raise TypeError(f"{op} does not produce {dtype}")
+    return blocks_of(numel, dtype, op)
 
 
-def blocks_of(numel, dtype):
-    """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype."""
-    return (numel * _WORDS[dtype] + 3) // 4
+def blocks_of(numel, dtype, op=None):
+    """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype. `op`: the
+    sampler's kind in _autograd (None, or an op taking rngx_words_per_element, means the default words)."""
+    return (numel * _OP_WORDS.get((op, dtype), _WORDS[dtype]) + 3) // 4
 
 
 _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
           for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}  # stream words per element
+# Ops that take more words per element (csrc/kernels/ops.h: rngx_normal_words and the like; docs/stream.md).
+_OP_WORDS = {**{("normal", d): 4 if d == torch.float64 else 2 for d in _checks.FLOAT_DTYPES},
+             **{("truncated_normal", d): 2 for d in _checks.FLOAT_DTYPES},
+             **{("randint", d): 4 if d == torch.int64 else 2 for d in _checks.RANDINT_DTYPES}}
+_OP_DTYPES = {None: tuple(_WORDS), "uniform": _checks.FLOAT_DTYPES, "normal": _checks.FLOAT_DTYPES,
+              "truncated_normal": _checks.FLOAT_DTYPES, "bernoulli": _checks.FLOAT_DTYPES,
+              "randint": tuple(_checks.RANDINT_DTYPES)}
 
 
 def key(seed, device=None, dtype=torch.int64):
@@ -104,6 +119,36 @@ def quantize_noise(x, state, half=0.5, *, global_shape=None, global_start=None):
 def dropout(x, state, p, *, global_shape=None, global_start=None):
     """Keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes the mask from `state`."""
     return _autograd.sample("dropout", x, state, *_checks.for_dropout(x, state, p, global_shape, global_start))
+
+
+def normal(like, state, mean=0.0, std=1.0, *, dtype=None, global_shape=None, global_start=None):
+    """N(mean, std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): Box-Muller with the
+    project's own log and cos (docs/stream.md, "normal"), z * std + mean. Not differentiable."""
+    params = _checks.for_normal(like, state, mean, std, dtype, global_shape, global_start)
+    return _autograd.sample("normal", like, state, *params)
+
+
+def truncated_normal(like, state, mean=0.0, std=1.0, a=-2.0, b=2.0, *, dtype=None, global_shape=None,
+                     global_start=None):
+    """N(mean, std^2) conditioned on [a, b], a and b absolute bounds (torch.nn.init.trunc_normal_'s convention),
+    by the inverse CDF; every value lies in [a, b]. Not differentiable."""
+    params = _checks.for_truncated_normal(like, state, mean, std, a, b, dtype, global_shape, global_start)
+    return _autograd.sample("truncated_normal", like, state, *params)
+
+
+def bernoulli(like, state, p=0.5, *, global_shape=None, global_start=None):
+    """1 where u < p, else 0, in like's (float) dtype, with dropout's u: bernoulli(x, key, p) == (dropout(ones,
+    key, p) == 0). `p` a probability or a tensor of them broadcastable to like's shape."""
+    p, *view = _checks.for_bernoulli(like, state, p, global_shape, global_start)
+    kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
+    return _autograd.sample(kind, like, state, _checks.probabilities(p), *view)
+
+
+def randint(like, state, low, high, *, dtype=torch.int64, global_shape=None, global_start=None):
+    """Integers uniform on [low, high), shaped like `like`, as floor((high - low) * x / 2^bits) + low with x of
+    64 bits (128 for int64): bias at most 2^-32 relative (docs/stream.md, "randint")."""
+    params = _checks.for_randint(like, state, low, high, dtype, global_shape, global_start)
+    return _autograd.sample("randint", like, state, *params)
 
 
 # ---- channel and alpha dropout: compositions of the dropout stream (docs/stream.md, "Channel and alpha dropout") ----

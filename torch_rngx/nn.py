@@ -3,11 +3,12 @@ convert(), which swaps torch's dropout modules in a model for these."""
 import torch
 
 from . import _checks
+from . import _init as init
 from .functional import fold_in, key
 from .generator import RNG, check_state_buffer, owner_of
 from .random import dropout_from
 
-__all__ = ["RNG", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "convert",
+__all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "convert",
            "fold_in_"]
 
 

@@ -31,6 +31,45 @@ def rand_like(x, *, generator=None, dtype=None, global_shape=None, global_start=
                         global_start=global_start)
 
 
+def normal_like(x, mean=0.0, std=1.0, *, generator=None, dtype=None, global_shape=None, global_start=None):
+    """N(mean, std^2) shaped, strided and placed like torch.empty_like(x, dtype=dtype) (functional.normal's
+    values with a drawn key). Not differentiable, like torch.randn_like."""
+    _checks.strided(x, "x")
+    out_dtype = x.dtype if dtype is None else dtype
+    _checks.float_dtype(out_dtype, "x's dtype" if dtype is None else "dtype")
+    mean, std = _checks.mean_std(mean, std, out_dtype)
+    view = _checks.global_view(x.shape, global_shape, global_start)
+    return draw("normal", x, owner_of(generator), out_dtype, mean, std, dtype, *view)
+
+
+def randn_like(x, *, generator=None, dtype=None, global_shape=None, global_start=None):
+    """N(0, 1), like torch.randn_like."""
+    return normal_like(x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape,
+                       global_start=global_start)
+
+
+def bernoulli_like(x, p=0.5, *, generator=None, global_shape=None, global_start=None):
+    """1 where u < p, else 0, shaped like x in x's (float) dtype; `p` a probability or a tensor broadcastable to
+    x. With a float p the mask is dropout's: bernoulli_like(x, p) == (dropout(ones_like(x), p) == 0) with the same
+    key."""
+    _checks.float_tensor(x)
+    p, *view = _checks.for_bernoulli(x, _any_key(x), p, global_shape, global_start)
+    kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
+    return draw(kind, x, owner_of(generator), x.dtype, _checks.probabilities(p), *view)
+
+
+def randint_like(x, low, high, *, generator=None, dtype=torch.int64, global_shape=None, global_start=None):
+    """Integers uniform on [low, high) shaped like x, in `dtype` (functional.randint's values with a drawn key)."""
+    _checks.strided(x, "x")
+    params = _checks.for_randint(x, _any_key(x), low, high, dtype, global_shape, global_start)
+    return draw("randint", x, owner_of(generator), dtype, *params)
+
+
+def _any_key(x):
+    """A stand-in key for the shared validators (the drawn key is checked when drawn)."""
+    return torch.empty(2, dtype=torch.int64, device=x.device)
+
+
 def quantize(x, mode="noise", means=None, *, generator=None, global_shape=None, global_start=None):
     """CompressAI's EntropyModel.quantize: "noise" -> x + U[-0.5, 0.5); "dequantize" -> round(x - means) +
     means; "symbols" -> round(x - means).int(). Only "noise" draws random numbers."""

@@ -58,7 +58,36 @@ def samples(device="cpu"):
         yield ops.uniform.default, (xs, wide, -1.0, 1.0, None, *view)
         yield ops.quantize_noise.default, (xs, state, 0.5, *view)
         yield ops.dropout.default, (xs, wide, 0.3, *view)
+        yield ops.normal.default, (xs, wide, 0.5, 2.0, None, *view)
+        yield ops.truncated_normal.default, (xs, state, 0.0, 1.0, -2.0, 2.0, None, *view)
+        yield ops.bernoulli.default, (xs, wide, 0.3, *view)
+        yield ops.bernoulli_tensor.default, (xs, state, torch.full((5,), 0.4, device=device).to(dtype).expand(3, 2, 5),
+                                             *view)
+        yield from _sampler_samples(dtype, state, batched, device)
     yield ops.bits.default, ([3, 2, 5], state, torch.int64, [6, 4, 5], [1, 2, 0])
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        for _, x in layouts(torch.float32, device):
+            yield ops.randint.default, (x, state, 0, 100, dtype)
+        yield ops.randint.default, (torch.empty(3, 4, 5, device=device), batched, 2, 9, dtype)
+        yield ops.randint.default, (torch.empty(3, 2, 5, device=device), state, -3, 100, dtype if dtype != torch.uint8
+                                    else torch.int8, [6, 4, 5], [1, 2, 0])
+
+
+def _sampler_samples(dtype, state, batched, device):
+    """normal, truncated_normal and bernoulli on every layout of one float dtype, with one key and batched."""
+    x = torch.randn(3, 4, 5, device=device).to(dtype)
+    yield ops.normal.default, (x, batched, 0.5, 2.0, None)
+    yield ops.truncated_normal.default, (x, batched, 0.0, 1.0, -2.0, 2.0, None)
+    yield ops.bernoulli.default, (x, batched, 0.3)
+    for _, x in layouts(dtype, device):
+        for requires_grad in (False, True):
+            x = x.detach().requires_grad_(requires_grad)
+            yield ops.normal.default, (x, state, 0.0, 1.0, None)
+            yield ops.truncated_normal.default, (x, state, 1.0, 0.5, 0.0, 2.5, None)
+            yield ops.bernoulli.default, (x, state, 0.3)
+            p = torch.rand(x.shape[-1:] if x.dim() else (), device=device).to(dtype).expand(x.shape)
+            yield ops.bernoulli_tensor.default, (x, state, p)
+    yield ops.normal.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
 
 
 def opcheck_all(device="cpu"):

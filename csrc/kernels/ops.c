@@ -66,6 +66,7 @@ typedef void (*rngx_loop_fn)(const rngx_op *op, const rngx_span *r);
 struct rngx_op {
   rngx_loop_fn loop;
   int reads_input;
+  int k; /* words per element when the op takes more than rngx_words_per_element (0: that) */
   rngx_params p;
 };
 
@@ -212,6 +213,156 @@ static inline void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_span 
 
 RNGX_CLONES static void dropout_f16(const rngx_op *op, const rngx_span *r) { dropout_16(RNGX_FLOAT16, op, r); }
 RNGX_CLONES static void dropout_bf16(const rngx_op *op, const rngx_span *r) { dropout_16(RNGX_BFLOAT16, op, r); }
+
+/* normal: Box-Muller in double (dists.h), rounded to float32, then z * std + mean in float32 (two roundings). */
+static inline void normal_f32_loop(float mean, float std, const uint32_t *w, int64_t n, float *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = (float)rngx_normal32(w[2 * j], w[2 * j + 1]) * std + mean;
+}
+
+RNGX_CLONES static void normal_f32(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) normal_f32_loop(op->p.mean, op->p.std, r->w, r->n, r->out, 1);
+  else normal_f32_loop(op->p.mean, op->p.std, r->w, r->n, r->out, r->so);
+}
+
+static inline void normal_16_loop(rngx_dtype dt, float mean, float std, const uint32_t *w, int64_t n, uint16_t *o,
+                                  int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = store16(dt, (float)rngx_normal32(w[2 * j], w[2 * j + 1]) * std + mean);
+}
+
+static inline void normal_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) normal_16_loop(dt, op->p.mean, op->p.std, r->w, r->n, r->out, 1);
+  else normal_16_loop(dt, op->p.mean, op->p.std, r->w, r->n, r->out, r->so);
+}
+
+RNGX_CLONES static void normal_f16(const rngx_op *op, const rngx_span *r) { normal_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void normal_bf16(const rngx_op *op, const rngx_span *r) { normal_16(RNGX_BFLOAT16, op, r); }
+
+static inline void normal_f64_loop(double mean, double std, const uint32_t *w, int64_t n, double *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_normal64(w + 4 * j) * std + mean;
+}
+
+RNGX_CLONES static void normal_f64(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->n, r->out, 1);
+  else normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->n, r->out, r->so);
+}
+
+/* truncated normal: the inverse CDF in double, clamped to [a, b]; <= 32-bit types round it (through float32) and
+ * clamp again to the type's values inside [a, b]. */
+static inline float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void truncnorm_f32(const rngx_op *op, const rngx_span *r) {
+  const uint32_t *w = r->w;
+  float *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
+    o[j * so] = clampf((float)rngx_truncnorm_value(rngx_m53(w[2 * j], w[2 * j + 1]), &op->p.tn), op->p.tn_lo, op->p.tn_hi);
+}
+
+static inline void truncnorm_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
+  const uint32_t *w = r->w;
+  uint16_t *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) {
+    const float v = load16(dt, store16(dt, (float)rngx_truncnorm_value(rngx_m53(w[2 * j], w[2 * j + 1]), &op->p.tn)));
+    o[j * so] = store16(dt, clampf(v, op->p.tn_lo, op->p.tn_hi));
+  }
+}
+
+static void truncnorm_f16(const rngx_op *op, const rngx_span *r) { truncnorm_16(RNGX_FLOAT16, op, r); }
+static void truncnorm_bf16(const rngx_op *op, const rngx_span *r) { truncnorm_16(RNGX_BFLOAT16, op, r); }
+
+static void truncnorm_f64(const rngx_op *op, const rngx_span *r) {
+  const uint32_t *w = r->w;
+  double *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = rngx_truncnorm_value(rngx_m53(w[2 * j], w[2 * j + 1]), &op->p.tn);
+}
+
+/* bernoulli: 1 iff u < p, dropout's u (24 bits, 53 for float64): with a scalar p, iff the integer behind u is
+ * below dropout's keep threshold ceil(p 2^bits); with a tensor p, compared with p in float32 (double), exactly. */
+static inline void bernoulli_f32_loop(uint32_t keep, const uint32_t *w, int64_t n, float *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = (w[j] & RNGX_U24_MASK) < keep ? 1.0f : 0.0f;
+}
+
+RNGX_CLONES static void bernoulli_f32(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) bernoulli_f32_loop(op->p.keep, r->w, r->n, r->out, 1);
+  else bernoulli_f32_loop(op->p.keep, r->w, r->n, r->out, r->so);
+}
+
+static inline void bernoulli_16_loop(uint16_t one, uint32_t keep, const uint32_t *w, int64_t n, uint16_t *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = (w[j] & RNGX_U24_MASK) < keep ? one : 0;
+}
+
+RNGX_CLONES static void bernoulli_f16(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) bernoulli_16_loop(0x3C00u, op->p.keep, r->w, r->n, r->out, 1);
+  else bernoulli_16_loop(0x3C00u, op->p.keep, r->w, r->n, r->out, r->so);
+}
+
+RNGX_CLONES static void bernoulli_bf16(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) bernoulli_16_loop(0x3F80u, op->p.keep, r->w, r->n, r->out, 1);
+  else bernoulli_16_loop(0x3F80u, op->p.keep, r->w, r->n, r->out, r->so);
+}
+
+static void bernoulli_f64(const rngx_op *op, const rngx_span *r) {
+  const uint32_t *w = r->w;
+  double *o = r->out;
+  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = rngx_m53(w[2 * j], w[2 * j + 1]) < op->p.keep64 ? 1.0 : 0.0;
+}
+
+static inline void bernoulli_pf32_loop(const uint32_t *w, int64_t n, float *o, int64_t so, const float *p, int64_t si) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_u24(w[j]) < p[j * si] ? 1.0f : 0.0f;
+}
+
+/* p broadcast along the row (stride 0, the common case of a p per channel or a 0-dim p) gets its own copy. */
+RNGX_CLONES static void bernoulli_pf32(const rngx_op *op, const rngx_span *r) {
+  (void)op;
+  if (r->so == 1 && r->si == 1) bernoulli_pf32_loop(r->w, r->n, r->out, 1, r->in, 1);
+  else if (r->so == 1 && r->si == 0) bernoulli_pf32_loop(r->w, r->n, r->out, 1, r->in, 0);
+  else bernoulli_pf32_loop(r->w, r->n, r->out, r->so, r->in, r->si);
+}
+
+static inline void bernoulli_p16_loop(rngx_dtype dt, const uint32_t *w, int64_t n, uint16_t *o, int64_t so,
+                                      const uint16_t *p, int64_t si) {
+  const uint16_t one = dt == RNGX_FLOAT16 ? 0x3C00u : 0x3F80u;
+  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_u24(w[j]) < load16(dt, p[j * si]) ? one : 0;
+}
+
+static inline void bernoulli_p16(rngx_dtype dt, const rngx_span *r) {
+  if (r->so == 1 && r->si == 1) bernoulli_p16_loop(dt, r->w, r->n, r->out, 1, r->in, 1);
+  else if (r->so == 1 && r->si == 0) bernoulli_p16_loop(dt, r->w, r->n, r->out, 1, r->in, 0);
+  else bernoulli_p16_loop(dt, r->w, r->n, r->out, r->so, r->in, r->si);
+}
+
+RNGX_CLONES static void bernoulli_pf16(const rngx_op *op, const rngx_span *r) { (void)op; bernoulli_p16(RNGX_FLOAT16, r); }
+RNGX_CLONES static void bernoulli_pbf16(const rngx_op *op, const rngx_span *r) { (void)op; bernoulli_p16(RNGX_BFLOAT16, r); }
+
+static void bernoulli_pf64(const rngx_op *op, const rngx_span *r) {
+  const uint32_t *w = r->w;
+  const double *p = r->in;
+  double *o = r->out;
+  (void)op;
+  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j) o[j * so] = rngx_u53(w[2 * j], w[2 * j + 1]) < p[j * si] ? 1.0 : 0.0;
+}
+
+/* randint: low + floor(range * x / 2^bits), the sum modulo 2^64, stored in the type's low bits. */
+#define RANDINT_LOOP(name, T)                                                                                       \
+  static inline void name##_loop(uint32_t low, uint32_t range, const uint32_t *w, int64_t n, T *o, int64_t so) {   \
+    for (int64_t j = 0; j < n; ++j) o[j * so] = (T)(low + rngx_randint32(range, w[2 * j], w[2 * j + 1]));          \
+  }                                                                                                                 \
+  RNGX_CLONES static void name(const rngx_op *op, const rngx_span *r) {                                            \
+    const uint32_t low = (uint32_t)op->p.low, range = (uint32_t)op->p.range;                                       \
+    if (r->so == 1) name##_loop(low, range, r->w, r->n, r->out, 1);                                                 \
+    else name##_loop(low, range, r->w, r->n, r->out, r->so);                                                        \
+  }
+RANDINT_LOOP(randint8, uint8_t)
+RANDINT_LOOP(randint16, uint16_t)
+RANDINT_LOOP(randint32, uint32_t)
+
+static inline void randint64_loop(uint64_t low, uint64_t range, const uint32_t *w, int64_t n, uint64_t *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = low + rngx_randint64(range, w + 4 * j);
+}
+
+RNGX_CLONES static void randint64(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) randint64_loop(op->p.low, op->p.range, r->w, r->n, r->out, 1);
+  else randint64_loop(op->p.low, op->p.range, r->w, r->n, r->out, r->so);
+}
 
 /* ---- layout ---- */
 
@@ -412,7 +563,7 @@ static void execute(const rngx_job *job, const rngx_op *op, int64_t begin, int64
   rngx_layout l;
   if (begin >= end) return;
   rngx_collapse(job, op->reads_input, &l);
-  const rngx_walk wk = {job, op, &l, rngx_words_per_element(job->dtype), element_size(job->dtype)};
+  const rngx_walk wk = {job, op, &l, op->k ? op->k : rngx_words_per_element(job->dtype), element_size(job->dtype)};
   const int strided = l.so[l.nd - 1] != 1 || (op->reads_input && l.si[l.nd - 1] != 1);
   if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)
     walk_tiles(&wk, begin, end);
@@ -473,6 +624,110 @@ void rngx_quantize_noise(const rngx_job *job, const rngx_params *p, int64_t begi
 void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
   const rngx_op op = {.loop = by_dtype(job->dtype, dropout_f16, dropout_bf16, dropout_f32, dropout_f64),
                       .reads_input = 1, .p = *p};
+  execute(job, &op, begin, end);
+}
+
+int rngx_normal_words(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 4 : 2; }
+int rngx_truncnorm_words(rngx_dtype dtype) { (void)dtype; return 2; }
+int rngx_randint_words(rngx_dtype dtype) { return dtype == RNGX_BITS64 ? 4 : 2; }
+
+rngx_params rngx_normal_params(double mean, double std) {
+  const rngx_params p = {.mean = (float)mean, .std = (float)std, .mean64 = mean, .std64 = std};
+  return p;
+}
+
+/* e^y for -745 < y <= 0: y = k ln2 + r with |r| <= ln2 / 2, e^r by its Taylor series to r^14 (nested), then times
+ * 2^k in two steps of normal powers of two. Only the truncated normal's bounds use it, once per call. */
+static double exp_neg(double y) {
+  const double kd = (double)(int64_t)(y * 1.44269504088896338700 - 0.5); /* round(y / ln 2) for y <= 0 */
+  const double r = (y - kd * RNGX_LN2_HI) - kd * RNGX_LN2_LO;
+  double e = 1.0;
+  for (int n = 14; n >= 1; --n) e = 1.0 + r / n * e;
+  const int64_t k = (int64_t)kd, k1 = k / 2, k2 = k - k1;
+  return e * rngx_bits_f64((uint64_t)(1023 + k1) << 52) * rngx_bits_f64((uint64_t)(1023 + k2) << 52);
+}
+
+/* Phi(x) for x <= 0: 1/2 + pdf(x) * sum x^(2n+1) / (2n+1)!! above -3 (Marsaglia's series), below it the
+ * continued fraction pdf(x) / (|x| + 1/(|x| + 2/(|x| + 3/(...)))), both to a fixed depth. */
+static double cdf_lower(double x) {
+  const double pdf = 0.398942280401432677940 * exp_neg(-0.5 * (x * x));
+  if (x > -3.0) {
+    double s = x, t = x;
+    for (int n = 1; n < 120; ++n) s += (t = t * (x * x) / (2 * n + 1));
+    return 0.5 + pdf * s;
+  }
+  double f = -x;
+  for (int n = 400; n >= 1; --n) f = -x + n / f;
+  return pdf / f;
+}
+
+double rngx_normal_cdf(double x) {
+  x = x < -38.0 ? -38.0 : x > 38.0 ? 38.0 : x;
+  return x <= 0 ? cdf_lower(x) : 1.0 - cdf_lower(-x);
+}
+
+/* The dtype's value next to v (a value of the dtype) towards +inf (up) or -inf. */
+static float step_in(rngx_dtype dt, float v, int up) {
+  if (dt == RNGX_FLOAT32) {
+    const uint32_t b = rngx_f32_bits(v);
+    if ((b & 0x7FFFFFFFu) == 0) return rngx_bits_f32(up ? 1u : 0x80000001u);
+    return rngx_bits_f32((v > 0) == up ? b + 1 : b - 1);
+  }
+  const uint16_t h = dt == RNGX_FLOAT16 ? rngx_f32_to_f16(v) : rngx_f32_to_bf16(v);
+  const uint16_t s = (h & 0x7FFFu) == 0 ? (up ? 1u : 0x8001u) : (uint16_t)((v > 0) == up ? h + 1 : h - 1);
+  return dt == RNGX_FLOAT16 ? rngx_f16_to_f32(s) : rngx_bf16_to_f32(s);
+}
+
+/* Sampling happens on the side where both bounds are in the lower tail or straddle 0 (flip when alpha + beta > 0),
+ * where Phi keeps its relative precision. Bounds past 37 standard deviations are taken at 37. */
+int rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, double b, rngx_params *out) {
+  double al = (a - mean) / std, be = (b - mean) / std;
+  al = al < -37.0 ? -37.0 : al > 37.0 ? 37.0 : al;
+  be = be < -37.0 ? -37.0 : be > 37.0 ? 37.0 : be;
+  const int flip = al + be > 0;
+  const double lo = flip ? -be : al, hi = flip ? -al : be;
+  const double pa = rngx_normal_cdf(lo), pb = rngx_normal_cdf(hi);
+  rngx_params p = {0};
+  p.tn = (rngx_tn){pa, pb - pa, mean, std, a, b, flip};
+  if (dtype != RNGX_FLOAT64) {
+    const float ra = rngx_round_to(dtype, a), rb = rngx_round_to(dtype, b);
+    p.tn_lo = ra < a ? step_in(dtype, ra, 1) : ra;
+    p.tn_hi = rb > b ? step_in(dtype, rb, 0) : rb;
+    if (!(p.tn_lo <= p.tn_hi)) return -1;
+  }
+  *out = p;
+  return 0;
+}
+
+rngx_params rngx_randint_params(int64_t low, uint64_t range) {
+  const rngx_params p = {.low = (uint64_t)low, .range = range};
+  return p;
+}
+
+void rngx_normal(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
+  const rngx_op op = {.loop = by_dtype(job->dtype, normal_f16, normal_bf16, normal_f32, normal_f64),
+                      .k = rngx_normal_words(job->dtype), .p = *p};
+  execute(job, &op, begin, end);
+}
+
+void rngx_truncnorm(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
+  const rngx_op op = {.loop = by_dtype(job->dtype, truncnorm_f16, truncnorm_bf16, truncnorm_f32, truncnorm_f64),
+                      .k = rngx_truncnorm_words(job->dtype), .p = *p};
+  execute(job, &op, begin, end);
+}
+
+void rngx_bernoulli(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
+  const int tensor = job->in.data != NULL;
+  const rngx_op op = {.loop = tensor ? by_dtype(job->dtype, bernoulli_pf16, bernoulli_pbf16, bernoulli_pf32, bernoulli_pf64)
+                                     : by_dtype(job->dtype, bernoulli_f16, bernoulli_bf16, bernoulli_f32, bernoulli_f64),
+                      .reads_input = tensor, .p = *p};
+  execute(job, &op, begin, end);
+}
+
+void rngx_randint(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
+  const rngx_dtype dt = job->dtype;
+  const rngx_op op = {.loop = dt == RNGX_BITS8 ? randint8 : dt == RNGX_BITS16 ? randint16 : dt == RNGX_BITS32 ? randint32 : randint64,
+                      .k = rngx_randint_words(dt), .p = *p};
   execute(job, &op, begin, end);
 }
 

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "dists.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -78,6 +80,11 @@ typedef struct {
   double lo64, width64, scale64;
   uint32_t keep; /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
   uint64_t keep64;
+  float mean, std;        /* normal, <= 32-bit types: fl32(z) * std + mean in float32 */
+  double mean64, std64;   /* normal, float64 */
+  rngx_tn tn;             /* truncated normal, in double */
+  float tn_lo, tn_hi;     /* truncated normal, <= 32-bit types: the dtype's values nearest inside [a, b] */
+  uint64_t low, range;    /* randint: low + floor(range * x / 2^bits), modulo 2^64 */
 } rngx_params;
 
 /* v rounded to a float dtype (through float32 for the 16-bit ones, as torch converts a double), as float32. */
@@ -85,12 +92,32 @@ float rngx_round_to(rngx_dtype dtype, double v);
 rngx_params rngx_uniform_params(rngx_dtype dtype, double low, double high);
 rngx_params rngx_noise_params(double half);
 rngx_params rngx_dropout_params(double p);
+rngx_params rngx_normal_params(double mean, double std);
+/* a < b finite, std > 0 (the glue checks). Returns 0, or -1 when no value of dtype lies in [a, b]. */
+int rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, double b, rngx_params *out);
+/* low + [0, range): the low bits of low + floor(range * x / 2^bits); range >= 1 (<= 2^32 for <= 32-bit types). */
+rngx_params rngx_randint_params(int64_t low, uint64_t range);
+
+/* Words per element of the ops that take more than rngx_words_per_element (docs/stream.md). */
+int rngx_normal_words(rngx_dtype dtype);   /* 2, float64 4 */
+int rngx_truncnorm_words(rngx_dtype dtype); /* 2 */
+int rngx_randint_words(rngx_dtype dtype);  /* 2, 64-bit 4 */
+/* Phi(x), the standard normal CDF, with the project's own exp (for the truncated normal's bounds). */
+double rngx_normal_cdf(double x);
 
 void rngx_bits(const rngx_job *job, int64_t begin, int64_t end); /* out: 8/16/32/64-bit integers */
 void rngx_uniform(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
 void rngx_quantize_noise(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
 /* Also the backward: dropout's gradient is dropout of the incoming gradient with the same state. */
 void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+/* out: float dtypes. */
+void rngx_normal(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+void rngx_truncnorm(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+/* out: float dtypes, 1 iff u < p. in == NULL: p is params->keep (keep64), as dropout's; else in holds p per
+ * element, in out's dtype. */
+void rngx_bernoulli(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+/* out: 8/16/32/64-bit integers (job->dtype RNGX_BITS*). */
+void rngx_randint(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
 
 /* Key derivation (docs/stream.md, "split and fold_in"): the child of key (s, o) for index d is
  * (r0 | r1 << 32, r2 | r3 << 32) with r = block(s, o + d). `keys` are n contiguous [seed, offset] pairs.

@@ -124,6 +124,95 @@ struct DropoutF64 {
   }
 };
 
+// normal: Box-Muller in double (dists.h: plain IEEE operations, never fused under --fmad=false), rounded to
+// float32, then z * std + mean in float32; float64 takes four words and computes in double
+template <class F>
+struct Normal {
+  using T = typename F::T;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  float mean, std;
+  __device__ T operator()(T, const uint32_t *w) const {
+    return F::store(__fadd_rn(__fmul_rn(__double2float_rn(rngx_normal32(w[0], w[1])), std), mean));
+  }
+};
+struct NormalF64 {
+  using T = double;
+  static constexpr int K = 4;
+  static constexpr bool kReads = false;
+  double mean, std;
+  __device__ T operator()(T, const uint32_t *w) const { return __dadd_rn(__dmul_rn(rngx_normal64(w), std), mean); }
+};
+
+// truncated normal: the inverse CDF in double, clamped to [a, b]; <= 32-bit types round it to the type and clamp
+// to the type's values inside [a, b]
+template <class F>
+struct TruncNormal {
+  using T = typename F::T;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  rngx_tn tn;
+  float lo, hi;
+  __device__ T operator()(T, const uint32_t *w) const {
+    const float v = F::load(F::store(__double2float_rn(rngx_truncnorm_value(rngx_m53(w[0], w[1]), &tn))));
+    return F::store(v < lo ? lo : v > hi ? hi : v);
+  }
+};
+struct TruncNormalF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  rngx_tn tn;
+  __device__ T operator()(T, const uint32_t *w) const { return rngx_truncnorm_value(rngx_m53(w[0], w[1]), &tn); }
+};
+
+// bernoulli: 1 iff u < p with dropout's u: below dropout's keep threshold, or below a p read per element
+template <class F>
+struct Bernoulli {
+  using T = typename F::T;
+  static constexpr int K = 1;
+  static constexpr bool kReads = false;
+  uint32_t below;
+  __device__ T operator()(T, const uint32_t *w) const { return F::store((w[0] & RNGX_U24_MASK) < below ? 1.0f : 0.0f); }
+};
+struct BernoulliF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  uint64_t below;
+  __device__ T operator()(T, const uint32_t *w) const { return rngx_m53(w[0], w[1]) < below ? 1.0 : 0.0; }
+};
+template <class F>
+struct BernoulliP {
+  using T = typename F::T;
+  static constexpr int K = 1;
+  static constexpr bool kReads = true;
+  __device__ T operator()(T p, const uint32_t *w) const { return F::store(rngx_u24(w[0]) < F::load(p) ? 1.0f : 0.0f); }
+};
+struct BernoulliPF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = true;
+  __device__ T operator()(T p, const uint32_t *w) const { return rngx_u53(w[0], w[1]) < p ? 1.0 : 0.0; }
+};
+
+// randint: low + floor(range * x / 2^bits), modulo 2^64, in the type's low bits
+template <class U>
+struct Randint {
+  using T = U;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  uint32_t low, range;
+  __device__ T operator()(T, const uint32_t *w) const { return (T)(low + rngx_randint32(range, w[0], w[1])); }
+};
+struct Randint64 {
+  using T = uint64_t;
+  static constexpr int K = 4;
+  static constexpr bool kReads = false;
+  uint64_t low, range;
+  __device__ T operator()(T, const uint32_t *w) const { return low + rngx_randint64(range, w); }
+};
+
 }  // namespace rngx
 
 using namespace rngx;
@@ -166,6 +255,56 @@ extern "C" int rngx_cuda_dropout(const rngx_job *job, void *stream, const rngx_p
     case RNGX_FLOAT32: return launch(Dropout<F32>{p->keep, p->scale}, job, stream);
     case RNGX_FLOAT16: return launch(Dropout<F16>{p->keep, p->scale}, job, stream);
     case RNGX_BFLOAT16: return launch(Dropout<BF16>{p->keep, p->scale}, job, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_normal(const rngx_job *job, void *stream, const rngx_params *p) {
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(NormalF64{p->mean64, p->std64}, job, stream);
+    case RNGX_FLOAT32: return launch(Normal<F32>{p->mean, p->std}, job, stream);
+    case RNGX_FLOAT16: return launch(Normal<F16>{p->mean, p->std}, job, stream);
+    case RNGX_BFLOAT16: return launch(Normal<BF16>{p->mean, p->std}, job, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_truncnorm(const rngx_job *job, void *stream, const rngx_params *p) {
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(TruncNormalF64{p->tn}, job, stream);
+    case RNGX_FLOAT32: return launch(TruncNormal<F32>{p->tn, p->tn_lo, p->tn_hi}, job, stream);
+    case RNGX_FLOAT16: return launch(TruncNormal<F16>{p->tn, p->tn_lo, p->tn_hi}, job, stream);
+    case RNGX_BFLOAT16: return launch(TruncNormal<BF16>{p->tn, p->tn_lo, p->tn_hi}, job, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_bernoulli(const rngx_job *job, void *stream, const rngx_params *p) {
+  if (job->in.data != nullptr) {
+    switch (job->dtype) {
+      case RNGX_FLOAT64: return launch(BernoulliPF64{}, job, stream);
+      case RNGX_FLOAT32: return launch(BernoulliP<F32>{}, job, stream);
+      case RNGX_FLOAT16: return launch(BernoulliP<F16>{}, job, stream);
+      case RNGX_BFLOAT16: return launch(BernoulliP<BF16>{}, job, stream);
+      default: return (int)cudaErrorInvalidValue;
+    }
+  }
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(BernoulliF64{p->keep64}, job, stream);
+    case RNGX_FLOAT32: return launch(Bernoulli<F32>{p->keep}, job, stream);
+    case RNGX_FLOAT16: return launch(Bernoulli<F16>{p->keep}, job, stream);
+    case RNGX_BFLOAT16: return launch(Bernoulli<BF16>{p->keep}, job, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_randint(const rngx_job *job, void *stream, const rngx_params *p) {
+  const uint32_t low = (uint32_t)p->low, range = (uint32_t)p->range;
+  switch (job->dtype) {
+    case RNGX_BITS8: return launch(Randint<uint8_t>{low, range}, job, stream);
+    case RNGX_BITS16: return launch(Randint<uint16_t>{low, range}, job, stream);
+    case RNGX_BITS32: return launch(Randint<uint32_t>{low, range}, job, stream);
+    case RNGX_BITS64: return launch(Randint64{p->low, p->range}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }

@@ -1,6 +1,7 @@
 /* Every Philox path this build and CPU can run (simd.h) against the scalar reference in philox.h, block for
  * block: rngx_fill_blocks from many starts and counts, across counter carries at block 2^32 and the wrap at
- * block 2^64, writing nothing past its end. Then every op and dtype (bits at 8/16/32/64 bits too) under every
+ * block 2^64, writing nothing past its end. Then every op (normal, truncated normal, bernoulli and randint
+ * included) and dtype (bits and randint at 8/16/32/64 bits too) under every
  * path against the scalar path, in several layouts, with one key and with batched keys, split into chunks at
  * odd points (as threads split them). Built with -DRNGX_SCALAR_ONLY, only scalar must be offered. */
 #include <stdint.h>
@@ -85,7 +86,9 @@ static rngx_keys keys_of(const key_cfg *kc, int ndim, const int64_t *sizes, uint
   return k;
 }
 
-typedef enum { OP_BITS, OP_UNIFORM, OP_NOISE, OP_DROPOUT } op_kind;
+typedef enum { OP_BITS, OP_UNIFORM, OP_NOISE, OP_DROPOUT, OP_NORMAL, OP_TRUNCNORM, OP_BERNOULLI, OP_BERNOULLI_P, OP_RANDINT } op_kind;
+
+static int integer_op(int op) { return op == OP_BITS || op == OP_RANDINT; }
 
 static size_t elsize(rngx_dtype dt) {
   return dt == RNGX_BITS8 ? 1 : dt == RNGX_FLOAT16 || dt == RNGX_BFLOAT16 || dt == RNGX_BITS16 ? 2
@@ -103,6 +106,23 @@ static void run_op(op_kind op, const rngx_job *job, int64_t numel, const int64_t
       case OP_UNIFORM: p = rngx_uniform_params(job->dtype, -1.5, 2.3); rngx_uniform(job, &p, begin, end); break;
       case OP_NOISE: p = rngx_noise_params(0.5); rngx_quantize_noise(job, &p, begin, end); break;
       case OP_DROPOUT: p = rngx_dropout_params(0.3); rngx_dropout(job, &p, begin, end); break;
+      case OP_NORMAL: p = rngx_normal_params(0.25, 1.5); rngx_normal(job, &p, begin, end); break;
+      case OP_TRUNCNORM:
+        CHECK(rngx_truncnorm_params(job->dtype, 0.5, 2.0, -1.0, 3.3, &p) == 0);
+        rngx_truncnorm(job, &p, begin, end);
+        break;
+      case OP_BERNOULLI_P: p = rngx_dropout_params(0.0); rngx_bernoulli(job, &p, begin, end); break;
+      case OP_BERNOULLI: {
+        rngx_job scalar = *job; /* no input: p from the parameters */
+        scalar.in.data = NULL;
+        p = rngx_dropout_params(0.3);
+        rngx_bernoulli(&scalar, &p, begin, end);
+        break;
+      }
+      case OP_RANDINT:
+        p = job->dtype == RNGX_BITS64 ? rngx_randint_params(-5, 0xFFFFFFFFFFFull * 3) : rngx_randint_params(-7, 201);
+        rngx_randint(job, &p, begin, end);
+        break;
     }
     if (end == numel) return;
     begin = end;
@@ -151,9 +171,9 @@ static void check_ops_against_scalar(rngx_simd path) {
                                       RNGX_BITS8,   RNGX_BITS16,   RNGX_BITS32,   RNGX_BITS64};
   static const uint64_t offsets[] = {0, 3, 0 - 6ull};
   for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
-    for (int op = OP_BITS; op <= OP_DROPOUT; ++op) {
+    for (int op = OP_BITS; op <= OP_RANDINT; ++op) {
       const rngx_dtype dt = dtypes[d];
-      if ((dt >= RNGX_BITS8) != (op == OP_BITS)) continue;
+      if ((dt >= RNGX_BITS8) != integer_op(op)) continue;
       for (size_t k = 0; k < sizeof KEY_CFGS / sizeof *KEY_CFGS; ++k)
         for (size_t o = 0; o < (k == 0 ? 3 : 1); ++o) {
           const rngx_keys keys = keys_of(&KEY_CFGS[k], NDIM, SIZES, offsets[o]);
@@ -178,7 +198,7 @@ static void check_ops_against_scalar(rngx_simd path) {
 static void check_tiled_layout(void) {
   static const int64_t whole[] = {0}, contiguous[3] = {R1 * R2, R2, 1};
   for (size_t k = 0; k < sizeof LKEY_CFGS / sizeof *LKEY_CFGS; ++k)
-    for (int op = OP_UNIFORM; op <= OP_DROPOUT; ++op) {
+    for (int op = OP_UNIFORM; op <= OP_BERNOULLI_P; ++op) {
       /* Same input values at the same logical index: fill the strided input from the contiguous pattern. */
       const rngx_dtype dt = RNGX_FLOAT32;
       const rngx_keys keys = keys_of(&LKEY_CFGS[k], 3, LSIZES, 5);

@@ -1,5 +1,6 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
-// must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op, dtype (bits at 8/16/32/64 bits
+// must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op (normal, truncated normal, bernoulli
+// with a scalar and a per-element p, and randint included), dtype (bits and randint at 8/16/32/64 bits
 // too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
 // memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
 // apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. This checks the GPU code's
@@ -208,14 +209,18 @@ Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t se
 
 // ---- running ----
 
-enum Op { BITS, UNIFORM, NOISE, DROPOUT };
+enum Op { BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT };
 
 // The op's parameters, derived once on the host (rngx_*_params) and read by both kernels.
 rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
   if (op == UNIFORM) return rngx_uniform_params(dt, a, b);
   if (op == NOISE) return rngx_noise_params(a);
-  if (op == DROPOUT) return rngx_dropout_params(a);
-  return rngx_params{};
+  if (op == DROPOUT || op == BERNOULLI) return rngx_dropout_params(a);
+  if (op == NORMAL) return rngx_normal_params(a, b);
+  if (op == RANDINT) return rngx_randint_params((int64_t)a, (uint64_t)b);
+  rngx_params p{};
+  if (op == TRUNCNORM && rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p) != 0) std::abort();
+  return p;
 }
 
 void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
@@ -224,6 +229,10 @@ void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
   if (op == UNIFORM) rngx_uniform(&job, &p, 0, n);
   if (op == NOISE) rngx_quantize_noise(&job, &p, 0, n);
   if (op == DROPOUT) rngx_dropout(&job, &p, 0, n);
+  if (op == NORMAL) rngx_normal(&job, &p, 0, n);
+  if (op == TRUNCNORM) rngx_truncnorm(&job, &p, 0, n);
+  if (op == BERNOULLI || op == BERNOULLI_P) rngx_bernoulli(&job, &p, 0, n);
+  if (op == RANDINT) rngx_randint(&job, &p, 0, n);
 }
 
 int run_cuda(Op op, const rngx_job &job, double a, double b) {
@@ -231,10 +240,18 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
   if (op == BITS) return rngx_cuda_bits(&job, nullptr);
   if (op == UNIFORM) return rngx_cuda_uniform(&job, nullptr, &p);
   if (op == NOISE) return rngx_cuda_quantize_noise(&job, nullptr, &p);
+  if (op == NORMAL) return rngx_cuda_normal(&job, nullptr, &p);
+  if (op == TRUNCNORM) return rngx_cuda_truncnorm(&job, nullptr, &p);
+  if (op == BERNOULLI || op == BERNOULLI_P) return rngx_cuda_bernoulli(&job, nullptr, &p);
+  if (op == RANDINT) return rngx_cuda_randint(&job, nullptr, &p);
   return rngx_cuda_dropout(&job, nullptr, &p);
 }
 
-const char *op_name(Op op) { return op == BITS ? "bits" : op == UNIFORM ? "uniform" : op == NOISE ? "noise" : "dropout"; }
+const char *op_name(Op op) {
+  static const char *const names[] = {"bits", "uniform", "noise", "dropout", "normal", "truncnorm", "bernoulli",
+                                      "bernoulli_p", "randint"};
+  return names[op];
+}
 
 long compares;
 
@@ -256,8 +273,10 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
   job.sizes = L.sizes.data();
   job.in = {in.data() + L.in_shift * es, L.in_strides.data()};
   job.out = {cpu.data(), L.out_strides.data()};
+  const bool no_input = op == BERNOULLI;  // bernoulli with a scalar p: no input operand at all
+  if (no_input) job.in.data = nullptr;
   run_cpu(op, job, n, a, b);
-  job.in.data = d_in.get() + L.in_shift * es;
+  job.in.data = no_input ? nullptr : d_in.get() + L.in_shift * es;
   job.out.data = d_out.get();
   job.keys.pairs = d_pairs.get() + (K.keys.pairs - K.pairs.data());  // a global view starts inside the state
   CHECK(run_cuda(op, job, a, b) == 0);
@@ -276,11 +295,18 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
 
 // Every op and dtype; `full` adds more parameters (bits has none).
 void compare_all_ops(const Layout &L, const Keys &K, bool single, const char *keys_name, bool full, std::mt19937 &rng) {
-  for (rngx_dtype dt : {RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64}) compare(BITS, dt, L, K, single, 0, 0, keys_name, rng);
+  for (rngx_dtype dt : {RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64}) {
+    compare(BITS, dt, L, K, single, 0, 0, keys_name, rng);
+    compare(RANDINT, dt, L, K, single, -7, dt == RNGX_BITS64 ? 0x1p63 + 0x1p40 : 201, keys_name, rng);
+  }
   for (rngx_dtype dt : {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64}) {
     compare(UNIFORM, dt, L, K, single, -1.5, 2.3, keys_name, rng);
     compare(NOISE, dt, L, K, single, 0.5, 0, keys_name, rng);
     compare(DROPOUT, dt, L, K, single, 0.3, 0, keys_name, rng);
+    compare(NORMAL, dt, L, K, single, 0.25, 1.5, keys_name, rng);
+    compare(TRUNCNORM, dt, L, K, single, -1.0, 3.3, keys_name, rng);
+    compare(BERNOULLI, dt, L, K, single, 0.3, 0, keys_name, rng);
+    compare(BERNOULLI_P, dt, L, K, single, 0, 0, keys_name, rng);  // p from the input's values
     if (!full) continue;
     compare(NOISE, dt, L, K, single, 0.375, 0, keys_name, rng);
     for (double p : {0.0, 1.0}) compare(DROPOUT, dt, L, K, single, p, 0, keys_name, rng);

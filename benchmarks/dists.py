@@ -1,0 +1,79 @@
+"""normal, bernoulli and randint against torch at 2^24 float32 elements on 2 threads (`make bench` runs it;
+docs/performance.md, "Distributions"). torch.func._random.normal is timed too where torch has it (2.14+).
+Each round times every candidate in turn; a time is the best round. Ratio = torch's time / ours (> 1: faster)."""
+import time
+
+import torch
+
+import torch_rngx
+
+N = 1 << 24
+
+
+def _interleaved(fns, budget):
+    """Best seconds per call of each fn, the fns taking turns round by round."""
+    for fn in fns.values():
+        fn()  # warm-up
+    best = {name: float("inf") for name in fns}
+    deadline = time.perf_counter() + budget * len(fns)
+    rounds = 0
+    while rounds < 5 or time.perf_counter() < deadline:
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+        rounds += 1
+        if rounds >= 60:
+            break
+    return best
+
+
+def _func_random_normal():
+    """torch.func._random.normal on 2^24 float32 elements, or None where torch has no CPU kernel for it (< 2.14)."""
+    try:
+        from torch.func._random import key, normal
+        k = key(0)
+        normal(k, (4,))
+    except (ImportError, NotImplementedError, RuntimeError):
+        return None
+    return lambda: normal(k, (N,))
+
+
+def run(budget=0.6):
+    x = torch.empty(N)
+    g = torch_rngx.Generator(2024)
+    rows = []
+
+    def add(what, ours, against, target):
+        times = _interleaved({"ours": ours, **against}, budget)
+        for name, theirs in against.items():
+            rows.append({"what": what, "against": name, "ours_ms": times["ours"] * 1e3, "theirs_ms": times[name] * 1e3,
+                         "ratio": times[name] / times["ours"], "target": target[name]})
+
+    against = {"torch.randn_like": lambda: torch.randn_like(x)}
+    targets = {"torch.randn_like": 2.0}
+    rnd = _func_random_normal()
+    if rnd is not None:
+        against["torch.func._random.normal"] = rnd
+        targets["torch.func._random.normal"] = 4.0
+    add("randn_like", lambda: torch_rngx.randn_like(x, generator=g), against, targets)
+    add("bernoulli_like(p=0.3)", lambda: torch_rngx.bernoulli_like(x, 0.3, generator=g),
+        {"torch.bernoulli": lambda: torch.bernoulli(x, 0.3)}, {"torch.bernoulli": 2.0})
+    add("randint_like(0, 1000), int64", lambda: torch_rngx.randint_like(x, 0, 1000, generator=g),
+        {"torch.randint_like": lambda: torch.randint_like(x, 0, 1000, dtype=torch.int64)}, {"torch.randint_like": 2.0})
+    return rows
+
+
+def print_table(rows):
+    print(f"\ndistributions, float32 2^24 elements, {torch.get_num_threads()} threads "
+          "(ratio = torch's time / ours; > 1 is faster)")
+    print(f"{'what':32s} {'against':28s} {'ours ms':>8s} {'torch ms':>9s} {'ratio':>6s}  target")
+    for r in rows:
+        print(f"{r['what']:32s} {r['against']:28s} {r['ours_ms']:8.2f} {r['theirs_ms']:9.2f} {r['ratio']:6.2f}  "
+              f">= {r['target']} {'met' if r['ratio'] >= r['target'] else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    print(f"torch {torch.__version__}")
+    print_table(run())

@@ -1,0 +1,200 @@
+/* The math of normal, truncated normal and randint (docs/stream.md, "normal", "truncated_normal", "randint").
+ *
+ * Only IEEE double + - * / and sqrt, and integer and bit operations: no libm, no fused multiply-add (the C
+ * files build with -ffp-contract=off, CUDA with --fmad=false). One definition for the C, SIMD and CUDA kernels,
+ * so all of them compute the same bits. Branches are selects between values computed on both sides, so the
+ * C loops vectorize. */
+#ifndef RNGX_DISTS_H
+#define RNGX_DISTS_H
+
+#include <stdint.h>
+#include <string.h>
+#ifndef __CUDACC__
+#include <math.h> /* sqrt: IEEE's correctly rounded square root */
+#endif
+
+#include "philox.h"
+
+RNGX_FN uint64_t rngx_f64_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
+RNGX_FN double rngx_bits_f64(uint64_t b) { double d; memcpy(&d, &b, 8); return d; }
+
+/* An integer below 2^52 as a double, exactly, with integer ops and one subtraction (vectorizes without AVX-512DQ). */
+RNGX_FN double rngx_small_to_f64(uint64_t v) { return rngx_bits_f64(0x4330000000000000ull | v) - 0x1p52; }
+
+#define RNGX_LN2_HI 6.93147180369123816490e-01 /* ln 2 split: k * HI is exact for |k| < 2^11 */
+#define RNGX_LN2_LO 1.90821492927058770002e-10
+#define RNGX_SQRT2 1.41421356237309514547
+#define RNGX_PI 3.14159265358979311600
+
+/* ln x for a positive normal double x. x = 2^k m with m in [sqrt(1/2), sqrt(2)); with f = m - 1 (exact) and
+ * s = f / (2 + f), ln m = f - (f^2/2 - s (f^2/2 + R)), R = sum_j 2 s^(2j) / (2j + 1). `full`: j <= 10, for
+ * double results; else j <= 5, ample for float32 results (the series' remainder is below 1e-10 relative). */
+RNGX_FN double rngx_log(double x, int full) {
+  const uint64_t b = rngx_f64_bits(x);
+  double m = rngx_bits_f64((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+  const int big = m > RNGX_SQRT2;
+  m = big ? m * 0.5 : m;
+  /* k + 1023 = the biased exponent (+ 1 when big), as a double through the exact small-integer conversion */
+  const double dk = rngx_small_to_f64((b >> 52) + (uint64_t)big) - 1023.0;
+  const double f = m - 1.0, s = f / (2.0 + f), z = s * s, hfsq = 0.5 * f * f;
+  double r = full ? 2.0 / 21 : 2.0 / 11;
+  if (full) {
+    r = r * z + 2.0 / 19;
+    r = r * z + 2.0 / 17;
+    r = r * z + 2.0 / 15;
+    r = r * z + 2.0 / 13;
+    r = r * z + 2.0 / 11;
+  }
+  r = r * z + 2.0 / 9;
+  r = r * z + 2.0 / 7;
+  r = r * z + 2.0 / 5;
+  r = r * z + 2.0 / 3;
+  r = r * z;
+  return dk * RNGX_LN2_HI - ((hfsq - (s * (hfsq + r) + dk * RNGX_LN2_LO)) - f);
+}
+
+/* sin x and cos x for x in [0, pi/4]: Taylor series to x^17 and x^16 (`full`, for double results) or to x^11 and
+ * x^10 (remainder below 3e-9 relative: for float32 results). */
+RNGX_FN double rngx_sin_small(double x, int full) {
+  const double y = x * x;
+  double p = -1.0 / 39916800.0; /* 1/11! */
+  if (full) {
+    p = 1.0 / 355687428096000.0; /* 1/17! */
+    p = p * y - 1.0 / 1307674368000.0;
+    p = p * y + 1.0 / 6227020800.0;
+    p = p * y - 1.0 / 39916800.0;
+  }
+  p = p * y + 1.0 / 362880.0;
+  p = p * y - 1.0 / 5040.0;
+  p = p * y + 1.0 / 120.0;
+  p = p * y - 1.0 / 6.0;
+  return x + x * (y * p);
+}
+
+RNGX_FN double rngx_cos_small(double x, int full) {
+  const double y = x * x;
+  double p = -1.0 / 3628800.0; /* 1/10! */
+  if (full) {
+    p = 1.0 / 20922789888000.0; /* 1/16! */
+    p = p * y - 1.0 / 87178291200.0;
+    p = p * y + 1.0 / 479001600.0;
+    p = p * y - 1.0 / 3628800.0;
+  }
+  p = p * y + 1.0 / 40320.0;
+  p = p * y - 1.0 / 720.0;
+  p = p * y + 1.0 / 24.0;
+  return (1.0 - 0.5 * y) + (y * y) * p;
+}
+
+/* cos(2 pi t / 2^b) for an integer 0 <= t < 2^b, 3 <= b <= 53, reduced exactly with integers to an angle in
+ * [0, pi/4]: cos(2 pi - a) = cos a, cos(pi - a) = -cos a, cos(pi/2 - a) = sin a. The angle is
+ * t' * (pi * 2^(1 - b)) rounded once, t' <= 2^(b - 3). */
+RNGX_FN double rngx_cos_turns(uint64_t t, int b, int full) {
+  const uint64_t half = 1ull << (b - 1), quarter = half >> 1, eighth = quarter >> 1;
+  t = t > half ? 2 * half - t : t;
+  const int neg = t > quarter;
+  t = neg ? half - t : t;
+  const int use_sin = t > eighth;
+  t = use_sin ? quarter - t : t;
+  const double x = rngx_small_to_f64(t) * (RNGX_PI * rngx_bits_f64((uint64_t)(1024 - b) << 52));
+  const double sn = rngx_sin_small(x, full), cs = rngx_cos_small(x, full); /* both: a select, not a branch */
+  const double c = use_sin ? sn : cs;
+  return neg ? -c : c;
+}
+
+/* Box-Muller, the cosine branch: z = sqrt(-2 ln u1) cos(2 pi t / 2^b), u1 = v * 2^-b in (0, 1]. */
+RNGX_FN double rngx_box_muller(double v, int b, uint64_t t, int full) {
+  const double u1 = v * rngx_bits_f64((uint64_t)(1023 - b) << 52);
+  return sqrt(-2.0 * rngx_log(u1, full)) * rngx_cos_turns(t, b, full);
+}
+
+/* float32, float16, bfloat16: two words, u1 = (w0 + 1) 2^-32, t = w1; float64: four words, u1 = (m53(w0, w1) + 1)
+ * 2^-53, t = m53(w2, w3). */
+RNGX_FN double rngx_normal32(uint32_t w0, uint32_t w1) {
+  return rngx_box_muller(rngx_small_to_f64(w0) + 1.0, 32, w1, 0);
+}
+
+RNGX_FN double rngx_normal64(const uint32_t *w) {
+  const uint64_t m = ((uint64_t)(w[0] & 0x1FFFFFu) << 32) | w[1], t = ((uint64_t)(w[2] & 0x1FFFFFu) << 32) | w[3];
+  /* m + 1 <= 2^53 in two exact pieces */
+  const double v = rngx_small_to_f64(m >> 32) * 0x1p32 + (rngx_small_to_f64(m & 0xFFFFFFFFu) + 1.0);
+  return rngx_box_muller(v, 53, t, 1);
+}
+
+/* ---- truncated normal: the inverse CDF ---- */
+
+/* Phi^-1(p) for 0 < p < 1: Wichura's AS 241 (PPND16, about 1e-16 relative), with rngx_log. */
+RNGX_FN double rngx_ndtri(double p) {
+  const double q = p - 0.5;
+  if ((q < 0 ? -q : q) <= 0.425) {
+    const double r = 0.180625 - q * q;
+    const double num = ((((((2.5090809287301226727e3 * r + 3.3430575583588128105e4) * r + 6.7265770927008700853e4) * r +
+                           4.5921953931549871457e4) * r + 1.3731693765509461125e4) * r + 1.9715909503065514427e3) * r +
+                         1.3314166789178437745e2) * r + 3.3871328727963666080;
+    const double den = ((((((5.2264952788528545610e3 * r + 2.8729085735721942674e4) * r + 3.9307895800092710610e4) * r +
+                           2.1213794301586595867e4) * r + 5.3941960214247511077e3) * r + 6.8718700749205790830e2) * r +
+                         4.2313330701600911252e1) * r + 1.0;
+    return q * num / den;
+  }
+  double r = sqrt(-rngx_log(q < 0 ? p : 1.0 - p, 1)), v;
+  if (r <= 5.0) {
+    r -= 1.6;
+    v = ((((((7.74545014278341407640e-4 * r + 2.27238449892691845833e-2) * r + 2.41780725177450611770e-1) * r +
+            1.27045825245236838258) * r + 3.64784832476320460504) * r + 5.76949722146069140550) * r +
+         4.63033784615654529590) * r + 1.42343711074968357734;
+    v /= ((((((1.05075007164441684324e-9 * r + 5.47593808499534494600e-4) * r + 1.51986665636164571966e-2) * r +
+             1.48103976427480074590e-1) * r + 6.89767334985100004550e-1) * r + 1.67638483018380384940) * r +
+          2.05319162663775882187) * r + 1.0;
+  } else {
+    r -= 5.0;
+    v = ((((((2.01033439929228813265e-7 * r + 2.71155556874348757815e-5) * r + 1.24266094738807843860e-3) * r +
+            2.65321895265761230930e-2) * r + 2.96560571828504891230e-1) * r + 1.78482653991729133580) * r +
+         5.46378491116411436990) * r + 6.65790464350110377720;
+    v /= ((((((2.04426310338993978564e-15 * r + 1.42151175831644588870e-7) * r + 1.84631831751005468180e-5) * r +
+             7.86869131145613259100e-4) * r + 1.48753612908506148525e-2) * r + 1.36929880922735805310e-1) * r +
+          5.99832206555887937690e-1) * r + 1.0;
+  }
+  return q < 0 ? -v : v;
+}
+
+/* The truncated normal's numbers, from rngx_truncnorm_params (ops.c): sample Phi^-1(pa + u * pw) in the standard
+ * space, negated when `flip`, then mean + std * z clamped to [a, b]. */
+typedef struct {
+  double pa, pw, mean, std, a, b;
+  int flip;
+} rngx_tn;
+
+/* u = m53(w0, w1) 2^-53 in [0, 1); p is kept in [2^-1022, 1 - 2^-53] so the log sees no 0 and no subnormal. */
+RNGX_FN double rngx_truncnorm_value(uint64_t m53, const rngx_tn *t) {
+  double p = t->pa + ((double)(int64_t)m53 * 0x1p-53) * t->pw;
+  p = p < 0x1p-1022 ? 0x1p-1022 : p > 1.0 - 0x1p-53 ? 1.0 - 0x1p-53 : p;
+  const double z = rngx_ndtri(p);
+  const double v = t->mean + t->std * (t->flip ? -z : z);
+  return v < t->a ? t->a : v > t->b ? t->b : v;
+}
+
+/* ---- randint: floor(range * x / 2^bits) ---- */
+
+/* The high 64 bits of a * b, in 32-bit pieces (exact on every compiler and device). */
+RNGX_FN uint64_t rngx_mulhi64(uint64_t a, uint64_t b) {
+  const uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
+  const uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+/* Up to 32-bit outputs: floor(range * x / 2^64), x = w0 2^32 + w1 (two words, first high), range = r, or 2^32
+ * when r = 0 (then the value is w0). 32 x 32-bit products only, so the loops vectorize. */
+RNGX_FN uint32_t rngx_randint32(uint32_t r, uint32_t w0, uint32_t w1) {
+  const uint64_t v = ((uint64_t)r * w0 + (((uint64_t)r * w1) >> 32)) >> 32;
+  return r == 0 ? w0 : (uint32_t)v;
+}
+
+/* 64-bit outputs, range < 2^64: floor(range * x / 2^128), x = w0 2^96 + w1 2^64 + w2 2^32 + w3. */
+RNGX_FN uint64_t rngx_randint64(uint64_t range, const uint32_t *w) {
+  const uint64_t hi = (uint64_t)w[0] << 32 | w[1], lo = (uint64_t)w[2] << 32 | w[3];
+  const uint64_t mid = range * hi, carry_in = rngx_mulhi64(range, lo);
+  return rngx_mulhi64(range, hi) + (mid + carry_in < mid);
+}
+
+#endif

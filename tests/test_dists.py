@@ -1,0 +1,263 @@
+"""Guarantee: normal, truncated_normal, bernoulli and randint give docs/stream.md's bits (the independent NumPy
+reference, tests/reference.py) for every dtype, in every layout, with batched states, on every Philox path and
+thread count; torch.compile (fullgraph, static and dynamic) and torch.export give eager's bits; the stateful
+functions follow torch.manual_seed, and a Generator advances by blocks_used(numel, dtype, op); bernoulli with a
+float p is dropout's mask, dropped; every truncated normal value lies in [a, b]; torch_rngx.nn.init.trunc_normal_
+fills in place like torch's."""
+import numpy as np
+import pytest
+import torch
+from conftest import DTYPE_NAMES, FLOAT_DTYPES, INT_VIEW, UINT, layouts, make_state, np_state
+from reference import bernoulli_ref, normal_ref, randint_ref, truncated_normal_ref
+
+import torch_rngx
+from torch_rngx import _C
+from torch_rngx import functional as F
+
+STATE = make_state(0x9E3779B97F4A7C15, 2**64 - 3)  # offsets wrap past 2^64 inside the call
+RANDINT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+TRUNC = [(0.0, 1.0, -2.0, 2.0), (0.5, 2.0, -1.0, 3.3), (0.0, 1.0, 4.0, 4.5), (3.0, 0.01, 2.9, 3.0000001)]
+
+
+def bits(t):
+    """A float tensor's logical values as unsigned bit patterns, row-major, flat."""
+    return t.contiguous().view(INT_VIEW[t.element_size()]).numpy().reshape(-1).view(UINT[t.element_size()])
+
+
+def reference(kind, x, state, *params):
+    name, st = DTYPE_NAMES.get(x.dtype), np_state(state)
+    if kind == "normal":
+        return normal_ref(x.shape, st, name, *params)
+    if kind == "truncated_normal":
+        return truncated_normal_ref(x.shape, st, name, *params)
+    return bernoulli_ref(x.shape, st, name, *params)
+
+
+SAMPLERS = {
+    "normal": lambda x, s: F.normal(x, s, 0.25, 1.5),
+    "truncated_normal": lambda x, s: F.truncated_normal(x, s, 0.5, 2.0, -1.0, 3.3),
+    "bernoulli": lambda x, s: F.bernoulli(x, s, 0.3),
+}
+PARAMS = {"normal": (0.25, 1.5), "truncated_normal": (0.5, 2.0, -1.0, 3.3), "bernoulli": (0.3,)}
+
+
+@pytest.mark.parametrize("kind", SAMPLERS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed", "sliced"])
+def test_float_samplers_equal_reference_in_every_layout(kind, dtype, layout):
+    x = layouts(dtype=dtype)[layout]
+    out = SAMPLERS[kind](x, STATE)
+    assert out.dtype == dtype and out.shape == x.shape and out.stride() == torch.empty_like(x).stride()
+    np.testing.assert_array_equal(bits(out), reference(kind, x, STATE, *PARAMS[kind]))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mean,std,a,b", TRUNC)
+def test_truncated_normal_equals_reference_and_stays_in_bounds(dtype, mean, std, a, b):
+    x = torch.empty(7, 301, dtype=dtype)
+    out = F.truncated_normal(x, STATE, mean, std, a, b)
+    np.testing.assert_array_equal(bits(out), truncated_normal_ref(x.shape, np_state(STATE), DTYPE_NAMES[dtype],
+                                                                  mean, std, a, b))
+    wide = out.double()
+    assert bool((wide >= a).all()) and bool((wide <= b).all())
+
+
+@pytest.mark.parametrize("dtype", RANDINT_DTYPES)
+def test_randint_equals_reference(dtype):
+    lo, hi = (0, 256) if dtype == torch.uint8 else (-100, 127) if dtype == torch.int8 else (-70000, 3)
+    if dtype == torch.int16:
+        lo, hi = -32768, 32768
+    for layout, x in layouts().items():
+        out = F.randint(x, STATE, lo, hi, dtype=dtype)
+        assert out.dtype == dtype and out.stride() == torch.empty_like(x).stride(), layout
+        np.testing.assert_array_equal(out.contiguous().numpy(), randint_ref(x.shape, np_state(STATE), str(dtype)[6:], lo, hi))
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(torch.int64, -2**63, 2**63 - 1), (torch.int32, -2**31, 2**31),
+                                         (torch.int64, 0, 2**62 + 12345), (torch.int64, 5, 6)])
+def test_randint_extreme_ranges(dtype, lo, hi):
+    x = torch.empty(4, 1000)
+    out = F.randint(x, STATE, lo, hi, dtype=dtype)
+    np.testing.assert_array_equal(out.numpy(), randint_ref(x.shape, np_state(STATE), str(dtype)[6:], lo, hi))
+    assert int(out.min()) >= lo and int(out.max()) < hi
+
+
+def test_batched_states_give_each_slice_its_key():
+    keys = torch.stack([make_state(11 + i, 3 * i) for i in range(4)]).view(4, 1, 1, 2)
+    x = torch.empty(4, 6, 9)
+    for kind, fn in SAMPLERS.items():
+        out = fn(x, keys)
+        for i in range(4):
+            assert torch.equal(out[i], fn(x[i], keys[i, 0, 0])), kind
+            np.testing.assert_array_equal(bits(out), reference(kind, x, keys, *PARAMS[kind]))
+    out = F.randint(x, keys, -5, 5)
+    for i in range(4):
+        assert torch.equal(out[i], F.randint(x[i], keys[i, 0, 0], -5, 5))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bernoulli_is_dropouts_mask_dropped(dtype):
+    x = layouts(dtype=dtype)["channels_last"]
+    for p in (0.0, 0.3, 0.5, 1.0):
+        dropped = F.dropout(torch.ones_like(x), STATE, p) == 0
+        assert torch.equal(F.bernoulli(x, STATE, p), dropped.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bernoulli_tensor_p_broadcasts_and_equals_reference(dtype):
+    x = torch.empty(3, 5, 7, dtype=dtype)
+    p = torch.linspace(0, 1, 7, dtype=torch.float64)  # broadcast: the kernel reads it with stride-0 dims
+    out = F.bernoulli(x, STATE, p)
+    np.testing.assert_array_equal(bits(out), bernoulli_ref(x.shape, np_state(STATE), DTYPE_NAMES[dtype],
+                                                           p.to(dtype).double().numpy()))
+    assert bool((out[..., 0] == 0).all()) and bool((out[..., -1] == 1).all())
+    # a tensor holding one p everywhere is the float p
+    assert torch.equal(F.bernoulli(x, STATE, torch.tensor(0.25)), F.bernoulli(x, STATE, 0.25))
+
+
+def test_normal_mean_std_rounding_order():
+    """z * std + mean in float32 for <= 32-bit types: fl32(fl32(z) * fl32(std)) + fl32(mean), each rounded."""
+    x = torch.empty(1000)
+    z = F.normal(x, STATE)
+    assert torch.equal(F.normal(x, STATE, 0.1, 3.0), z * torch.tensor(3.0) + torch.tensor(0.1))
+    z16 = F.normal(x.half(), STATE)
+    assert torch.equal(z16, z.half())
+
+
+def test_stateful_functions_follow_manual_seed_and_generators():
+    x = torch.empty(5, 7)
+    fns = {
+        "randn_like": lambda g: torch_rngx.randn_like(x, generator=g),
+        "normal_like": lambda g: torch_rngx.normal_like(x, 2.0, 0.5, generator=g),
+        "normal_like_f64": lambda g: torch_rngx.normal_like(x, generator=g, dtype=torch.float64),
+        "bernoulli_like": lambda g: torch_rngx.bernoulli_like(x, 0.4, generator=g),
+        "bernoulli_like_tensor": lambda g: torch_rngx.bernoulli_like(x, torch.linspace(0, 1, 7), generator=g),
+        "randint_like": lambda g: torch_rngx.randint_like(x, -3, 9, generator=g),
+        "randint_like_int8": lambda g: torch_rngx.randint_like(x, -3, 9, generator=g, dtype=torch.int8),
+    }
+    op_of = {"randn_like": ("normal", torch.float32), "normal_like": ("normal", torch.float32),
+             "normal_like_f64": ("normal", torch.float64), "bernoulli_like": ("bernoulli", torch.float32),
+             "bernoulli_like_tensor": ("bernoulli", torch.float32), "randint_like": ("randint", torch.int64),
+             "randint_like_int8": ("randint", torch.int8)}
+    for name, fn in fns.items():
+        torch.manual_seed(3)
+        a, b = fn(None), fn(None)
+        torch.manual_seed(3)
+        assert torch.equal(a, fn(None)) and torch.equal(b, fn(None)) and not torch.equal(a, b), name
+        g = torch_rngx.Generator(17)
+        start = g.state.clone()
+        first = fn(g)
+        op, dtype = op_of[name]
+        assert int(g.state[1] - start[1]) == torch_rngx.blocks_used(x.numel(), dtype, op), name
+        assert torch.equal(fn(torch_rngx.Generator(17)), first), name
+
+
+def test_blocks_used_per_op():
+    assert torch_rngx.blocks_used(10, torch.float32, "normal") == 5
+    assert torch_rngx.blocks_used(10, torch.float64, "normal") == 10
+    assert torch_rngx.blocks_used(10, torch.float16, "truncated_normal") == 5
+    assert torch_rngx.blocks_used(10, torch.float32, "bernoulli") == 3
+    assert torch_rngx.blocks_used(10, torch.int8, "randint") == 5
+    assert torch_rngx.blocks_used(10, torch.int64, "randint") == 10
+    with pytest.raises(ValueError, match="op"):
+        torch_rngx.blocks_used(10, torch.float32, "gamma")
+    with pytest.raises(TypeError, match="normal"):
+        torch_rngx.blocks_used(10, torch.int32, "normal")
+
+
+def test_samplers_are_not_differentiable():
+    x = torch.randn(4, 5, requires_grad=True)
+    for out in (F.normal(x, STATE), F.truncated_normal(x, STATE), F.bernoulli(x, STATE, 0.5),
+                torch_rngx.randn_like(x), torch_rngx.bernoulli_like(x, 0.5)):
+        assert not out.requires_grad and out.grad_fn is None
+
+
+def test_trunc_normal_fills_in_place_like_torch():
+    w = torch.empty(64, 32, requires_grad=True)
+    out = torch_rngx.nn.init.trunc_normal_(w, 0.0, 0.02, -0.04, 0.04, generator=torch_rngx.Generator(5))
+    assert out is w and w.requires_grad
+    assert torch.equal(w.detach(), F.truncated_normal(torch.empty(64, 32), make_state(5, 0), 0.0, 0.02, -0.04, 0.04))
+    assert float(w.detach().min()) >= -0.04 and float(w.detach().max()) <= 0.04
+    torch.manual_seed(1)
+    a = torch_rngx.nn.init.trunc_normal_(torch.empty(10))
+    torch.manual_seed(1)
+    assert torch.equal(a, torch_rngx.nn.init.trunc_normal_(torch.empty(10)))
+
+
+def _all_ops(x, state):
+    return (F.normal(x, state, 0.5, 2.0), F.truncated_normal(x, state, 0.0, 1.0, -1.5, 2.0),
+            F.bernoulli(x, state, 0.3), F.bernoulli(x, state, torch.full(x.shape[-1:], 0.7)),
+            F.randint(x, state, -7, 1000), F.randint(x, state, 0, 200, dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+def test_compile_fullgraph_equals_eager(dynamic, layout):
+    x = layouts()[layout]
+    compiled = torch.compile(_all_ops, fullgraph=True, dynamic=dynamic)
+    for got, want in zip(compiled(x, STATE), _all_ops(x, STATE)):
+        assert got.stride() == want.stride() and torch.equal(got, want)
+
+
+def _stateful(x, g):
+    return (torch_rngx.randn_like(x, generator=g), torch_rngx.bernoulli_like(x, 0.5, generator=g),
+            torch_rngx.randint_like(x, 0, 10, generator=g), torch_rngx.normal_like(x, 1.0, 2.0, generator=g))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("with_generator", [False, True])
+def test_compile_stateful_equals_eager(dynamic, with_generator):
+    x = torch.empty(6, 10)
+    compiled = torch.compile(_stateful, fullgraph=True, dynamic=dynamic)
+    results = []
+    for fn in (compiled, _stateful):
+        torch.manual_seed(9)
+        g = torch_rngx.Generator(4) if with_generator else None
+        results.append((fn(x, g), fn(x, g), g.state.clone() if g is not None else None))
+    (c1, c2, cs), (e1, e2, es) = results
+    for got, want in zip(c1 + c2, e1 + e2):
+        assert torch.equal(got, want)
+    assert cs is None or torch.equal(cs, es)
+
+
+class _Model(torch.nn.Module):
+    def forward(self, x, state):
+        return _all_ops(x, state)
+
+
+def test_export_equals_eager():
+    x = torch.randn(4, 6, 5)
+    ep = torch.export.export(_Model(), (x, STATE))
+    for s in (STATE, make_state(3, 99)):
+        for got, want in zip(ep.module()(x, s), _all_ops(x, s)):
+            assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_count_and_philox_path_do_not_change_values(threads):
+    x = torch.empty(3, 70000)  # several parallel chunks
+    old_threads, old_path = torch.get_num_threads(), _C.simd()
+    try:
+        torch.set_num_threads(1)
+        _C.set_simd("scalar")
+        want = _all_ops(x, STATE)
+        torch.set_num_threads(threads)
+        for path in _C.simd_paths():
+            _C.set_simd(path)
+            for got, w in zip(_all_ops(x, STATE), want):
+                assert torch.equal(got, w), path
+    finally:
+        torch.set_num_threads(old_threads)
+        _C.set_simd(old_path)
+
+
+def test_vmap_over_keys_equals_batched_state():
+    keys = F.split(STATE, 3)
+    x = torch.empty(5, 4)
+    out = torch.func.vmap(lambda k: F.normal(x, k), randomness="different")(keys)
+    for i in range(3):
+        assert torch.equal(out[i], F.normal(x, keys[i]))
+    p = torch.rand(3, 4)
+    out = torch.func.vmap(lambda pi: F.bernoulli(x, STATE, pi))(p)
+    for i in range(3):
+        assert torch.equal(out[i], F.bernoulli(x, STATE, p[i]))
