@@ -12,7 +12,7 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check clean \
+.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
 	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check
 
 all: build
@@ -50,7 +50,7 @@ sanitize: $(SAN_TESTS)
 	@set -e; for t in $(SAN_TESTS); do echo "== $$t"; UBSAN_OPTIONS=print_stacktrace=1 $$t; done
 
 pytest: $(SO)
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q tests --ignore=tests/test_distributed.py
 
 test: ctest pytest
 
@@ -116,6 +116,15 @@ abi-check: $(SO) $(CUDA_VENV)/.stamp
 interop: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
+
+# Ranks in separate processes over gloo on the CPU (docs/distributed.md): DTensor and global-view sharding
+# invariance under torch $(TORCH_VERSION) and torch $(CUDA_TORCH_VERSION) (the same build, imported from this folder),
+# then the two examples. Several minutes: each rank imports torch and compiles, so `make test` leaves these out.
+dist: $(SO) $(CUDA_VENV)/.stamp
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/test_distributed.py
+	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_distributed.py
+	$(PYTHON) examples/dtensor_dropout.py
+	$(PYTHON) examples/ddp_train.py
 
 cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py

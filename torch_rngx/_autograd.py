@@ -179,9 +179,19 @@ for _kind, _kernel in _KERNELS.items():
     SAMPLE[_kind], DRAW[_kind], EAGER[_kind] = _functions(_kind, _kernel)
 
 
+# Set by torch_rngx.distributed: (kernel, x, key, params) -> the op on a DTensor x, traced as this rank's block.
+compiled_dtensor = None
+
+
+def _compiled(kind, x, key, params):
+    if compiled_dtensor is not None and type(x) is not torch.Tensor:
+        return compiled_dtensor(_KERNELS[kind], x, key, params)
+    return _KERNELS[kind](x, key, *params)
+
+
 def sample(kind, x, key, *params):
     if torch.compiler.is_compiling():
-        return _KERNELS[kind](x, key, *params)
+        return _compiled(kind, x, key, params)
     if torch._C._functorch.peek_interpreter_stack() is not None:  # inside a torch.func transform
         return SAMPLE[kind].apply(x, key, *params)
     return _eager(kind, x, key, params)
@@ -193,7 +203,7 @@ FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock throu
 
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
-        return _KERNELS[kind](x, _draw(owner, _numel(x, params), dtype, kind), *params)
+        return _compiled(kind, x, _draw(owner, _numel(x, params), dtype, kind), params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
     if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None

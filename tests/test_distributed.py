@@ -1,0 +1,71 @@
+"""Guarantee (docs/distributed.md, docs/guarantees.md "Distributed"): sharding invariance on the real engine.
+
+Processes started here, talking over torch.distributed's gloo backend on the CPU (world sizes 2 and 4, meshes (2,),
+(4,) and (2, 2)), each run tests/distributed_worker.py, which checks:
+- DTensor inputs, Shard(d) on every dim, Replicate, uneven shards and empty ones: every stateless and stateful op
+  returns a DTensor with the input's placements whose full_tensor() equals the op on the whole tensor in one
+  process, bit for bit, and whose local block equals DTensor's own slice of that result (so replicated parts are
+  identical on every rank); dropout's backward likewise; the key as a plain tensor or a replicated DTensor;
+- every rank's Generator and module state ends where the single-process run's does;
+- the same under torch.compile(fullgraph=True), forward and backward, also when the ranks share one compile
+  cache (which does not tell ranks apart);
+- plain tensors with global_shape/global_start: the blocks of all ranks, gathered, are the single-process result;
+- a sharded key, a DTensor key with a plain input, a Partial input, or global_shape on a DTensor raise ValueError
+  naming the argument.
+
+Slow (each process imports torch and compiles), so `make dist` runs this file, not `make test`.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKER = os.path.join(ROOT, "tests", "distributed_worker.py")
+
+
+def launch(suite, world, mesh, timeout=600, **env):
+    """Runs `world` ranks of the worker (with `env` added to the environment); fails with every rank's report unless
+    all exit 0."""
+    with tempfile.TemporaryDirectory() as folder:  # not pytest's tmp_path: other pytest runs may prune its folders
+        _launch(suite, world, mesh, os.path.join(folder, "init"), timeout, env)
+
+
+def _launch(suite, world, mesh, init, timeout, extra_env):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
+               **extra_env)
+    mesh_arg = ",".join(map(str, mesh))
+    ranks = [subprocess.Popen([sys.executable, WORKER, suite, str(rank), str(world), mesh_arg, str(init)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in range(world)]
+    reports = []
+    try:
+        for rank, proc in enumerate(ranks):
+            out, _ = proc.communicate(timeout=timeout)
+            reports.append((rank, proc.returncode, out))
+    finally:
+        for proc in ranks:
+            if proc.poll() is None:
+                proc.kill()
+    if any(code != 0 for _, code, _ in reports):
+        pytest.fail("\n".join(f"--- rank {rank} (exit {code})\n{out[-6000:]}" for rank, code, out in reports))
+
+
+@pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (4,)), (4, (2, 2))])
+def test_eager(world, mesh):
+    launch("eager", world, mesh)
+
+
+@pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (2, 2))])
+def test_compiled(world, mesh):
+    launch("compiled", world, mesh)
+
+
+def test_compiled_code_cache_shared_by_ranks():
+    """torch.compile caches compiled code by graph and DTensor metadata, which do not name the rank. Two runs share one
+    cache folder, as ranks on one machine do: the second loads what the first compiled, and each rank must still
+    compute its own block (equal blocks here, so running another rank's code would go unnoticed by shape checks)."""
+    with tempfile.TemporaryDirectory() as cache:
+        for _ in range(2):
+            launch("even", 2, (2,), TORCHINDUCTOR_CACHE_DIR=cache)
