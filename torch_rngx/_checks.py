@@ -363,6 +363,9 @@ def probabilities(p):
     """A tensor p's values all in [0, 1] (NaN refused), for the eager public functions on CPU tensors: a
     data-dependent check, so neither the fake kernels, compiled code nor torch.func transforms make it (the CPU
     kernel checks again)."""
+    if isinstance(p, torch.Tensor) and hasattr(p, "to_local"):  # a DTensor: each rank checks its own block
+        probabilities(p.to_local())
+        return p
     if (isinstance(p, torch.Tensor) and p.device.type == "cpu" and not torch.compiler.is_compiling()
             and torch._C._functorch.peek_interpreter_stack() is None and p.numel() and not _in_unit(p)):
         raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
