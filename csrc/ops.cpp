@@ -32,6 +32,17 @@ void run_parallel(const Tensor& out, const Kernel& kernel) {
   torch::stable::parallel_for(0, out.numel(), kGrain, [&](int64_t begin, int64_t end) { kernel(begin, end); });
 }
 
+// Every sampler's tail: `out`'s keys (under the global view, if any) and job, reading `in` if given, and the C
+// kernel over torch's intra-op pool.
+template <class Kernel>
+Tensor fill(Tensor out, const Tensor& state, rngx_dtype dt, const Tensor* in, const GlobalArg& global_shape,
+            const GlobalArg& global_start, const Kernel& kernel) {
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, in);
+  run_parallel(out, [&](int64_t b, int64_t e) { kernel(&job, b, e); });
+  return out;
+}
+
 void check_input(const Tensor& x, const char* name = "x") {
   STD_TORCH_CHECK(x.defined(), "rngx: ", name, " must be a tensor, got None");
   STD_TORCH_CHECK(x.is_cpu(), "rngx: ", name, " must be on the CPU, like state");
@@ -43,11 +54,8 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
   check_size(size);
   check_dims(static_cast<int64_t>(size.size()));
   const rngx_dtype dt = bits_dtype(dtype);
-  Tensor out = torch::stable::empty(size, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bits(&job, b, e); });
-  return out;
+  return fill(torch::stable::empty(size, dtype), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bits(job, begin, end); });
 }
 
 Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
@@ -56,11 +64,8 @@ Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_uniform(job, &params, begin, end); });
 }
 
 Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
@@ -68,11 +73,8 @@ Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shap
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
-  Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, &x);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(x, std::nullopt), state, dt, &x, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_quantize_noise(job, &params, begin, end); });
 }
 
 // The eager fast path's Generator step (torch_rngx/_autograd.py: draw): the key is the state before the step,
@@ -117,11 +119,8 @@ Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalA
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = dropout_params(p);
-  Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, &x);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_dropout(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(x, std::nullopt), state, dt, &x, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_dropout(job, &params, begin, end); });
 }
 
 Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
@@ -130,11 +129,8 @@ Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = normal_params(mean, std, dt);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_normal(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_normal(job, &params, begin, end); });
 }
 
 Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
@@ -143,11 +139,8 @@ Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, doub
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = truncnorm_params(mean, std, a, b, dt);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b0, int64_t e) { rngx_truncnorm(&job, &params, b0, e); });
-  return out;
+  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_truncnorm(job, &params, begin, end); });
 }
 
 Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
@@ -156,11 +149,8 @@ Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, Gl
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
   const rngx_params params = rngx_dropout_params(p);
-  Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(like, std::nullopt), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli(job, &params, begin, end); });
 }
 
 // p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value
@@ -202,11 +192,8 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
   }
   STD_TORCH_CHECK(ok, "rngx.bernoulli: every p must be in [0, 1]");
   const rngx_params params{};
-  Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, &p);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_bernoulli(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(like, std::nullopt), state, dt, &p, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli(job, &params, begin, end); });
 }
 
 Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
@@ -215,11 +202,8 @@ Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType 
   check_input(like, "like");
   const rngx_dtype dt = randint_dtype(dtype);
   const rngx_params params = randint_params(low, high, dtype);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_randint(&job, &params, b, e); });
-  return out;
+  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_randint(job, &params, begin, end); });
 }
 
 Tensor split(Tensor state, int64_t num) {

@@ -53,6 +53,21 @@ void check_launch(int err, const char* op) {
   throw std::runtime_error(text);
 }
 
+// Every sampler's tail on the GPU of `like`: the output (like's layout, `dtype` or like's), its keys (under the
+// global view, if any) and job, reading `in` if given, and the launch on the device's current stream.
+template <class Launch>
+Tensor sample_on(const Tensor& like, std::optional<ScalarType> dtype, const Tensor& state, rngx_dtype dt,
+                 const Tensor* in, const GlobalArg& global_shape, const GlobalArg& global_start, const char* op,
+                 const Launch& launch) {
+  const int32_t dev = like.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = empty_like(like, dtype);
+  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
+  const rngx_job job = make_job(keys, dt, out, in);
+  check_launch(launch(&job, current_stream(dev)), op);
+  return out;
+}
+
 Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg global_shape, GlobalArg global_start) {
   // Only a CUDA state brings bits here; the output goes on its device, as the fake kernel says.
   check_state(state);
@@ -73,39 +88,24 @@ Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
-  const int32_t dev = like.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  check_launch(rngx_cuda_uniform(&job, current_stream(dev), &params), "rngx.uniform");
-  return out;
+  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.uniform",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_uniform(job, stream, &params); });
 }
 
 Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
-  const int32_t dev = x.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, &x);
-  check_launch(rngx_cuda_quantize_noise(&job, current_stream(dev), &params), "rngx.quantize_noise");
-  return out;
+  return sample_on(x, std::nullopt, state, dt, &x, global_shape, global_start, "rngx.quantize_noise",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_quantize_noise(job, stream, &params); });
 }
 
 Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
   check_cuda_state(state, x, "x");
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = dropout_params(p);
-  const int32_t dev = x.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(x, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, &x);
-  check_launch(rngx_cuda_dropout(&job, current_stream(dev), &params), "rngx.dropout");
-  return out;
+  return sample_on(x, std::nullopt, state, dt, &x, global_shape, global_start, "rngx.dropout",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_dropout(job, stream, &params); });
 }
 
 Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
@@ -113,13 +113,8 @@ Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = normal_params(mean, std, dt);
-  const int32_t dev = like.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  check_launch(rngx_cuda_normal(&job, current_stream(dev), &params), "rngx.normal");
-  return out;
+  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.normal",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_normal(job, stream, &params); });
 }
 
 Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
@@ -127,13 +122,8 @@ Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, doub
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = truncnorm_params(mean, std, a, b, dt);
-  const int32_t dev = like.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  check_launch(rngx_cuda_truncnorm(&job, current_stream(dev), &params), "rngx.truncated_normal");
-  return out;
+  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.truncated_normal",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_truncnorm(job, stream, &params); });
 }
 
 Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
@@ -141,13 +131,8 @@ Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, Gl
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
   const rngx_params params = rngx_dropout_params(p);
-  const int32_t dev = like.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  check_launch(rngx_cuda_bernoulli(&job, current_stream(dev), &params), "rngx.bernoulli");
-  return out;
+  return sample_on(like, std::nullopt, state, dt, nullptr, global_shape, global_start, "rngx.bernoulli",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli(job, stream, &params); });
 }
 
 // A tensor p's values are not read on the host here (that would synchronize): u < p decides, so p <= 0 gives 0
@@ -157,13 +142,8 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   check_probabilities(like, p);
   const rngx_params params{};
-  const int32_t dev = like.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(like, std::nullopt);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, &p);
-  check_launch(rngx_cuda_bernoulli(&job, current_stream(dev), &params), "rngx.bernoulli");
-  return out;
+  return sample_on(like, std::nullopt, state, dt, &p, global_shape, global_start, "rngx.bernoulli",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli(job, stream, &params); });
 }
 
 Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
@@ -171,13 +151,8 @@ Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType 
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = randint_dtype(dtype);
   const rngx_params params = randint_params(low, high, dtype);
-  const int32_t dev = like.get_device_index();
-  torch::stable::accelerator::DeviceGuard guard(dev);
-  Tensor out = empty_like(like, dtype);
-  const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  check_launch(rngx_cuda_randint(&job, current_stream(dev), &params), "rngx.randint");
-  return out;
+  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.randint",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_randint(job, stream, &params); });
 }
 
 Tensor split(Tensor state, int64_t num) {
