@@ -212,6 +212,16 @@ def fold_data(data, s, name="data"):
     return torch.tensor(data - (1 << 64) if data >= 1 << 63 else data, dtype=torch.int64, device=s.device)
 
 
+def broadcasts(t, shape, name, target):
+    """t broadcasts to `shape` without growing it."""
+    try:
+        ok = torch.broadcast_shapes(t.shape, shape) == shape
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} of shape {tuple(t.shape)} does not broadcast to {target} {tuple(shape)}")
+
+
 def global_view(shape, global_shape, global_start):
     """A global view (docs/stream.md, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
     that starts at global_start. Returns both as lists, or (None, None) for no view."""
@@ -350,12 +360,7 @@ def for_bernoulli(like, key, p, global_shape=None, global_start=None):
         raise ValueError(f"p is on {p.device} but like is on {like.device}")
     if p.requires_grad:
         raise ValueError("p must not require grad: bernoulli is not differentiable")
-    try:
-        shape = torch.broadcast_shapes(p.shape, like.shape)
-    except RuntimeError:
-        shape = None
-    if shape != like.shape:
-        raise ValueError(f"p of shape {tuple(p.shape)} does not broadcast to like's shape {tuple(like.shape)}")
+    broadcasts(p, like.shape, "p", "like's shape")
     return p.to(like.dtype).expand(like.shape), *view
 
 

@@ -81,12 +81,7 @@ def quantize(x, mode="noise", means=None, *, generator=None, global_shape=None, 
         return draw("noise", x, owner_of(generator), x.dtype, 0.5, *view)
     if means is not None:
         _checks.tensor(means, "means")
-        try:
-            shape = torch.broadcast_shapes(means.shape, x.shape)
-        except RuntimeError:
-            shape = None
-        if shape != x.shape:
-            raise ValueError(f"means of shape {tuple(means.shape)} does not broadcast to x's {tuple(x.shape)}")
+        _checks.broadcasts(means, x.shape, "means", "x's")
     y = torch.round(x if means is None else x - means)
     if mode == "symbols":
         return y.int()
