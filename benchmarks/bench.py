@@ -302,6 +302,7 @@ def main():
         goals["freed memory reused"] = print_targets(reused, key, "freed memory reused (no page faults)")
     calls = per_call.run(budget=args.budget)
     per_call.print_table(calls)
+    torch.set_num_threads(threads)  # the sections below are measured on the machine's 2 threads
     family = dropout_family.run(budget=args.budget)
     dropout_family.print_table(family)
     distributions = dists.run(budget=args.budget)
