@@ -36,8 +36,11 @@ def cut(t, start, size):
 
 
 def local_like(start, size, layout, dtype=torch.float32, x=None):
-    """The block (of x, or empty) in a layout: contiguous, transposed (dims reversed), or a strided slice."""
+    """The block (of x, or empty) in a layout: contiguous, transposed (dims reversed), a strided slice, or
+    channels_last (4-dim blocks; others stay contiguous)."""
     base = torch.empty(size, dtype=dtype) if x is None else cut(x, start, size).clone()
+    if layout == "channels_last" and base.dim() == 4:
+        return base.contiguous(memory_format=torch.channels_last)
     if layout == "transposed":
         return base.permute(*reversed(range(base.dim()))).contiguous().permute(*reversed(range(base.dim())))
     if layout == "sliced":
@@ -48,7 +51,7 @@ def local_like(start, size, layout, dtype=torch.float32, x=None):
 
 
 SHAPES = [(11,), (7, 5), (3, 6, 5), (2, 3, 4, 5)]
-LAYOUTS = ["contiguous", "transposed", "sliced"]
+LAYOUTS = ["contiguous", "transposed", "sliced", "channels_last"]
 
 
 def ops_on(x, key, dtype, view, channels=True):
@@ -86,6 +89,17 @@ def test_block_equals_slice_of_global(shape, dtype):
                 assert out.stride() == torch.empty_like(x).stride(), (name, layout)
 
 
+def test_expanded_input():
+    """An input with stride 0 (constant along dim 1 of the global tensor, so its block is too)."""
+    shape, start, size = (4, 6, 5), [1, 2, 1], [2, 3, 4]
+    g = torch.randn(4, 1, 5).expand(shape)
+    x = cut(g, start, size)
+    assert x.stride()[1] == 0
+    view = dict(global_shape=shape, global_start=start)
+    for name, out in ops_on(x, KEY, torch.float32, view):
+        assert torch.equal(out, cut(dict(ops_on(g, KEY, torch.float32, {}))[name], start, size)), name
+
+
 @pytest.mark.parametrize("state_shape", [(3, 1, 1, 2), (1, 6, 1, 2), (3, 6, 5, 2), (3, 1, 5, 2)], ids=str)
 def test_batched_state_spans_the_global_tensor(state_shape):
     shape = (3, 6, 5)
@@ -112,7 +126,7 @@ def test_dropout_backward_is_the_block_of_the_global_backward():
             assert torch.equal(got, cut(want, start, size)), (fn.__name__, start, size)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_any_thread_count(threads):
     shape, start, size = (6, 40000), [1, 7], [4, 39990]  # > 2^15 elements: split over threads
     want = cut(F.uniform(torch.empty(shape), KEY), start, size)
@@ -142,6 +156,26 @@ def test_stateful_calls_advance_by_the_global_blocks():
                 got = fn(cut(g, start, size), generator=gen, global_shape=shape, global_start=start)
                 assert torch.equal(got, cut(w, start, size)), (start, size)
             assert torch.equal(gen.get_state(), ref_gen.get_state())
+
+
+def test_checkpointing_recomputes_the_same_block():
+    """A checkpointed region drawing with a global view: recomputation replays the same key (and view), so outputs,
+    gradients and the Generator's end state equal the un-checkpointed run."""
+    shape, start = (6, 8), [2, 3]
+
+    def block(x, gen):
+        return torch_rngx.dropout(x * 2, 0.4, generator=gen, global_shape=shape, global_start=start).sin()
+
+    runs = []
+    for wrap in (lambda f, x, gen: f(x, gen), lambda f, x, gen: torch.utils.checkpoint.checkpoint(
+            f, x, gen, use_reentrant=False)):
+        x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        gen = torch_rngx.Generator(9)
+        out = wrap(block, x, gen)
+        out.sum().backward()
+        runs.append((out.detach(), x.grad, gen.get_state()))
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
 
 
 def test_default_generator_follows_manual_seed():

@@ -1,7 +1,8 @@
 """Every Philox path (scalar, AVX2, AVX-512: those this CPU runs) under 1, 2 and 3 intra-op threads gives the
 bits of the scalar path on one thread, for every op (and dropout's backward, and bits in 32- and 64-bit dtypes),
 dtype and layout, including the tiled walk of long strided rows (channels_last), offsets (in blocks) across the
-counter's 32-bit carry and the wrap at 2^64, and batched per-row states (events that start mid-vector).
+counter's 32-bit carry and the wrap at 2^64, batched per-row states (events that start mid-vector), and global
+views (runs that start mid-block).
 tests/c/test_simd.c checks the same word for word in C; this checks the whole stack the user calls."""
 import os
 import subprocess
@@ -53,15 +54,25 @@ def inputs():
     return big + small
 
 
+def global_view_of(x, per_row):
+    """x as a block of a larger tensor (docs/stream.md, "Global view"): 3 more indices in each dim, x starting at 1
+    (dim 0 left whole under a per-row state, whose batch dim must be the global one's)."""
+    lead = 0 if per_row else 3
+    return dict(global_shape=[x.shape[0] + lead] + [n + 3 for n in x.shape[1:]],
+                global_start=[lead // 3] + [1] * (x.dim() - 1))
+
+
 def outputs(x, state):
-    """Every op's result on x, and dropout's gradient (the mask recomputed in backward)."""
+    """Every op's result on x, under a global view too, and dropout's gradient (the mask recomputed in backward)."""
+    view = global_view_of(x, isinstance(state, str))
     if isinstance(state, str):
         state = per_row_state(x)
     xg = x.detach().clone().requires_grad_(True)
     y = F.dropout(xg, state, 0.3)
     y.backward(torch.arange(y.numel(), dtype=y.dtype).view(y.shape))
     return [F.uniform(x, state, -1.5, 2.0), F.quantize_noise(x, state, 0.5), y.detach(), xg.grad,
-            F.bits(x.shape, state), F.bits(x.shape, state, dtype=torch.int64)]
+            F.bits(x.shape, state), F.bits(x.shape, state, dtype=torch.int64),
+            F.uniform(x, state, **view), F.dropout(x, state, 0.3, **view), F.normal(x, state, **view)]
 
 
 def run_all(path, threads):
