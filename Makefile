@@ -13,7 +13,7 @@ C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check
+	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc
 
 all: build
 
@@ -66,6 +66,15 @@ huge: $(SO)
 
 demo: $(SO)
 	cd examples && ../$(PYTHON) demo.py
+
+# Every ```python block of README.md and docs/*.md, each in a fresh process (tools/docs_check.py: first-line markers
+# for blocks that need a GPU or several ranks). api-doc rewrites docs/api.md from the code; tests/test_api_doc.py
+# fails while it is stale.
+docs-check: $(SO)
+	$(PYTHON) tools/docs_check.py
+
+api-doc: $(SO)
+	$(PYTHON) tools/api_doc.py
 
 # CPU speed against torch (docs/performance.md): a table on stdout, benchmarks/out/bench.{json,png}.
 bench: $(SO)
