@@ -121,10 +121,12 @@ abi-check: $(SO) $(CUDA_VENV)/.stamp
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
-# Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it.
+# Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it,
+# and the docs' blocks that need torch >= 2.14.
 interop: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
+	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"
 
 # Ranks in separate processes over gloo on the CPU (docs/distributed.md): DTensor and global-view sharding
 # invariance under torch $(TORCH_VERSION) and torch $(CUDA_TORCH_VERSION) (the same build, imported from this folder),

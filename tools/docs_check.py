@@ -9,10 +9,13 @@ A block's first line may say what it needs; the reader sees the same line:
 Every other block runs as written, in a temporary folder. Blocks never import torch_rngx.functional under any
 alias but `rf` (readers take `F` for torch.nn.functional).
 
-    python tools/docs_check.py [FILE | FILE:LINE ...]    (default: README.md and docs/*.md)
+    python tools/docs_check.py [--needing NEED] [FILE | FILE:LINE ...]    (default: README.md and docs/*.md)
+
+--needing torch>=2.14 runs only the blocks whose `# needs:` line names that (make interop, under torch 2.14.1).
 """
 import argparse
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -117,13 +120,19 @@ def run(block):
         start = time.perf_counter()
         try:
             done = subprocess.run(command(block, script), cwd=folder, capture_output=True, text=True,
-                                  timeout=TIMEOUT_S)
+                                  timeout=TIMEOUT_S, env=_env())
         except subprocess.TimeoutExpired:
             return "FAIL", time.perf_counter() - start, f"timed out after {TIMEOUT_S} s"
         seconds = time.perf_counter() - start
     if done.returncode != 0:
         return "FAIL", seconds, (done.stdout + done.stderr).strip()[-3000:]
     return "PASS", seconds, ""
+
+
+def _env():
+    """The blocks import this checkout's torch_rngx, whichever Python runs them."""
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
 
 
 def selected(args):
@@ -144,7 +153,11 @@ def selected(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="*", help="FILE or FILE:LINE (default: README.md and docs/*.md)")
-    blocks = selected(parser.parse_args(argv).targets)
+    parser.add_argument("--needing", help="only the blocks whose `# needs:` line names this")
+    args = parser.parse_args(argv)
+    blocks = selected(args.targets)
+    if args.needing:
+        blocks = [b for b in blocks if _NEEDS.match(b.first_line) and args.needing in _NEEDS.match(b.first_line).group(1)]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     for block in blocks:
         status, seconds, detail = run(block)
