@@ -62,7 +62,8 @@ def test_type_hints():
     unhinted = []
     for qualified, fn in _callables():
         sig = inspect.signature(fn)
-        params = [p for n, p in sig.parameters.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        params = [p for n, p in sig.parameters.items()
+                  if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         returns = inspect.isclass(fn) or fn.__name__ == "__init__" or sig.return_annotation is not sig.empty
         if any(p.annotation is p.empty for p in params) or not returns:
             unhinted.append(qualified)
@@ -84,7 +85,7 @@ def test_stands_in_for_is_named_or_declined():
     unnamed = [q for q, obj in api_doc.public_objects()
                if api_doc.stands_in_for(inspect.getdoc(obj)) is None
                and "No torch counterpart" not in inspect.getdoc(obj) and "torch has no" not in inspect.getdoc(obj)]
-    assert not unnamed, f"say which torch function these stand in for (``torch.x``) or 'No torch counterpart': {unnamed}"
+    assert not unnamed, f"name the torch function these stand in for (``torch.x``) or say none: {unnamed}"
 
 
 def test_examples_run():

@@ -121,7 +121,8 @@ def render():
         if aliases:
             out += ["Also " + ", ".join(f"`{a}`" for a in aliases) + ".", ""]
         short = qualified.rsplit(".", 1)[1]
-        out += ["```text", ("class " if inspect.isclass(obj) else "") + signature(short, obj), "```", "", _body(_doc(obj))]
+        kind = "class " if inspect.isclass(obj) else ""
+        out += ["```text", kind + signature(short, obj), "```", "", _body(_doc(obj))]
         if inspect.isclass(obj):
             for method_name, member in methods(obj):
                 out += ["", f"#### {qualified}.{method_name}", "", "```text", signature(method_name, member), "```", "",

@@ -159,7 +159,8 @@ def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
     return ops.fold_in(state, _checks.fold_data(data, state))
 
 
-def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32,
+         global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """Stands in for ``torch.func._random.bits`` (torch 2.15): raw stream bits of `size`. Integer dtypes of up to 32
     bits take one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds
     each word's 32 bits, so negative values appear.
@@ -205,7 +206,8 @@ def uniform(like: Tensor, state: Tensor, low: float = 0.0, high: float = 1.0, *,
     return _autograd.sample("uniform", like, state, *params)
 
 
-def quantize_noise(x: Tensor, state: Tensor, half: float = 0.5, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def quantize_noise(x: Tensor, state: Tensor, half: float = 0.5, *,
+                   global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """Stands in for ``torch.empty_like(x).uniform_(-half, half) + x``, in one pass: x + U[-half, half);
     differentiable, with d/dx = 1.
 
@@ -271,7 +273,8 @@ def normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, *, 
 
 
 def truncated_normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                     b: float = 2.0, *, dtype: torch.dtype | None = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+                     b: float = 2.0, *, dtype: torch.dtype | None = None,
+                     global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """Stands in for ``torch.nn.init.trunc_normal_`` with a key: N(mean, std^2) conditioned on [a, b], a and b
     absolute bounds (torch's convention), by the inverse CDF; every value lies in [a, b]. Not differentiable.
 
@@ -294,7 +297,8 @@ def truncated_normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float 
     return _autograd.sample("truncated_normal", like, state, *params)
 
 
-def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *,
+              global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """Stands in for ``torch.bernoulli(torch.full_like(like, p))``: 1 where u < p, else 0, in like's (float) dtype,
     with dropout's u: bernoulli(x, key, p) == (dropout(ones, key, p) == 0).
 
@@ -346,7 +350,8 @@ def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dt
 SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to alpha' = -SELU_ALPHA, like torch
 
 
-def feature_dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def feature_dropout(x: Tensor, state: Tensor, p: float, *,
+                    global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """``torch.nn.functional.dropout2d``'s channel dropout with a key (torch's feature_dropout): one keep/drop
     decision per (n, c), from the dropout stream of an (N, C) tensor, applied to the whole x[n, c]: x * m[n, c],
     m = 1/(1-p) or 0. A batched state may vary along the first two dims only. Under a global view, the (N, C)
@@ -369,7 +374,8 @@ def feature_dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape =
     return _feature_dropout(x, state, p, view)
 
 
-def alpha_dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def alpha_dropout(x: Tensor, state: Tensor, p: float, *,
+                  global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """``torch.nn.functional.alpha_dropout`` with a key and the dropout stream's mask: kept a*x + alpha*a*p,
     dropped -alpha*a*(1-p), a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit
     variance.
@@ -391,7 +397,8 @@ def alpha_dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = N
     return _alpha_dropout(x, _mask_of(x, state, p, view), p)
 
 
-def feature_alpha_dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def feature_alpha_dropout(x: Tensor, state: Tensor, p: float, *,
+                          global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """``torch.nn.functional.feature_alpha_dropout`` with a key: alpha_dropout with one decision per (n, c), as
     feature_dropout.
 

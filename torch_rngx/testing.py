@@ -124,7 +124,8 @@ def _sampler_samples(dtype, state, batched, device):
 
 def opcheck_all(device: torch.device | str = "cpu") -> int:
     """Runs ``torch.library.opcheck`` (schema, autograd registration, fake tensor, AOT dispatch) on every sample.
-    Raises on the first failure, naming the op and input; returns the number of samples checked (720 on the CPU: about two minutes of CPU time).
+    Raises on the first failure, naming the op and input; returns the number of samples checked (720 on the CPU:
+    about two minutes of CPU time).
 
     Args:
         device (torch.device or str): where the inputs live ("cuda" checks the CUDA kernels).
