@@ -8,6 +8,8 @@ import importlib
 import inspect
 import re
 import sys
+import types
+import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,12 +67,43 @@ def methods(cls):
     return sorted(seen.items())
 
 
+class _Shown:
+    """An annotation as text: inspect prints it as it is, without quotes."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _type(t):
+    """A resolved type hint as a reader writes it: Optional[X] as X | None, aliases expanded, short class names."""
+    import torch
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, getattr(types, "UnionType", typing.Union)):  # X | Y from Python 3.10
+        return " | ".join(_type(a) for a in args)
+    if origin is not None:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_type(a) for a in args)}]"
+    if t is type(None):
+        return "None"
+    if t is Ellipsis:
+        return "..."
+    if t in (torch.dtype, torch.device):
+        return f"torch.{t.__name__}"
+    return getattr(t, "__name__", str(t)).replace("typing.", "")
+
+
 def signature(name, obj):
-    """`name(args) -> return`, as the code annotates it."""
+    """`name(args) -> return`, with the code's type hints resolved."""
     target = obj.fget if isinstance(obj, property) else obj
+    hints = typing.get_type_hints(target.__init__ if inspect.isclass(target) else target)
     if isinstance(obj, property):
-        return f"{name}: {inspect.signature(target).return_annotation}"
-    return f"{name}{inspect.signature(target)}"
+        return f"{name}: {_type(hints['return'])}"
+    sig = inspect.signature(target)
+    params = [p.replace(annotation=_Shown(_type(hints[n]))) if n in hints else p for n, p in sig.parameters.items()]
+    returns = _Shown(_type(hints["return"])) if "return" in hints else sig.empty
+    return f"{name}{sig.replace(parameters=params, return_annotation=returns)}"
 
 
 def stands_in_for(doc):
