@@ -113,9 +113,9 @@ def probability(p, name="p"):
 
 
 def dropout_probability(p):
-    """The dropout family's p, refused with torch.nn.functional.dropout's message."""
+    """The dropout family's p, refused with torch.nn.functional.dropout's message and the argument's name."""
     if not isinstance(p, bool) and isinstance(p, numbers.Real) and not 0.0 <= p <= 1.0:  # also NaN
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p} (argument p)")
     return probability(p)
 
 
