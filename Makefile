@@ -13,7 +13,7 @@ C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check
+	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc
 
 all: build
 
@@ -67,6 +67,15 @@ huge: $(SO)
 demo: $(SO)
 	cd examples && ../$(PYTHON) demo.py
 
+# Every ```python block of README.md and docs/*.md, each in a fresh process (tools/docs_check.py: first-line markers
+# for blocks that need a GPU or several ranks). api-doc rewrites docs/api.md from the code; tests/test_api_doc.py
+# fails while it is stale.
+docs-check: $(SO)
+	$(PYTHON) tools/docs_check.py
+
+api-doc: $(SO)
+	$(PYTHON) tools/api_doc.py
+
 # CPU speed against torch (docs/performance.md): a table on stdout, benchmarks/out/bench.{json,png}.
 bench: $(SO)
 	$(PYTHON) benchmarks/bench.py
@@ -112,10 +121,12 @@ abi-check: $(SO) $(CUDA_VENV)/.stamp
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
-# Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it.
+# Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it,
+# and the docs' blocks that need torch >= 2.14.
 interop: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
+	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"
 
 # Ranks in separate processes over gloo on the CPU (docs/distributed.md): DTensor and global-view sharding
 # invariance under torch $(TORCH_VERSION) and torch $(CUDA_TORCH_VERSION) (the same build, imported from this folder),

@@ -17,7 +17,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
 import torch_rngx.distributed  # noqa: F401  (DTensor support)
-from torch_rngx import functional as F
+import torch_rngx.functional as rf
 
 WORLD, SHAPE, P = 4, (6, 10), 0.5
 
@@ -26,16 +26,16 @@ def worker(rank, init_file, out_dir):
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
     mesh = init_device_mesh("cpu", (2, 2))
     x = torch.ones(SHAPE)  # the same activation on every rank (a real model computes its block only)
-    key = F.key(1234)  # the same key on every rank
+    key = rf.key(1234)  # the same key on every rank
     results = {}
     for placements in ([Shard(0), Replicate()], [Replicate(), Shard(1)], [Shard(0), Shard(1)],
                        [Replicate(), Replicate()]):
-        y = F.dropout(distribute_tensor(x, mesh, placements), key, P)  # a DTensor with the same placements
+        y = rf.dropout(distribute_tensor(x, mesh, placements), key, P)  # a DTensor with the same placements
         results[str(placements)] = y.full_tensor()
     # Plain tensors: rank r holds rows [2r, 2r + 2) of the (6, 10) tensor, so rank 3's block is empty.
     begin = min(rank * 2, SHAPE[0])
     local = x[begin:begin + 2]
-    mine = F.dropout(local, key, P, global_shape=SHAPE, global_start=(begin, 0))
+    mine = rf.dropout(local, key, P, global_shape=SHAPE, global_start=(begin, 0))
     blocks = [None] * WORLD
     dist.all_gather_object(blocks, mine)
     results["plain blocks with global_shape/global_start"] = torch.cat(blocks)
@@ -48,7 +48,7 @@ def main():
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(worker, args=(os.path.join(out_dir, "init"), out_dir), nprocs=WORLD)
         results = torch.load(os.path.join(out_dir, "result.pt"))
-    single = F.dropout(torch.ones(SHAPE), F.key(1234), P)  # one process, the whole tensor
+    single = rf.dropout(torch.ones(SHAPE), rf.key(1234), P)  # one process, the whole tensor
     ok = True
     for layout, full in results.items():
         same = torch.equal(full.view(torch.int32), single.view(torch.int32))

@@ -12,3 +12,7 @@ __all__ = ["Generator", "alpha_dropout", "bernoulli_like", "blocks_used", "check
            "dropout2d", "dropout3d", "feature_alpha_dropout", "functional", "nn", "normal_like", "quantize", "rand_like",
            "randint_like", "randn_like", "testing", "uniform_like"]
 __version__ = "0.2.0"
+
+
+def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modules stay reachable
+    return __all__ + ["__version__"]

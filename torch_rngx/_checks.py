@@ -44,9 +44,13 @@ def int_dtype(dtype, name):
         raise TypeError(f"{name} must be an integer dtype of 8 to 64 bits (not bool), got {dtype}")
 
 
+class DtypeError(TypeError, RuntimeError):
+    """A tensor of a dtype the op does not take: a TypeError, and the RuntimeError torch raises there."""
+
+
 def float_dtype(dtype, name):
     if dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got {dtype}")
+        raise DtypeError(f"{name} must be float16, bfloat16, float32 or float64, got {dtype}")
 
 
 def strided(x, name):
@@ -106,6 +110,13 @@ def probability(p, name="p"):
     if not 0.0 <= p <= 1.0:  # also rejects NaN
         raise ValueError(f"{name} must be in [0, 1], got {p}")
     return p
+
+
+def dropout_probability(p):
+    """The dropout family's p, refused with torch.nn.functional.dropout's message and the argument's name."""
+    if not isinstance(p, bool) and isinstance(p, numbers.Real) and not 0.0 <= p <= 1.0:  # also NaN
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p} (argument p)")
+    return probability(p)
 
 
 # Below FLT_MAX plus half its ulp a double rounds to a finite float32 (the tie rounds to infinity).

@@ -1,17 +1,38 @@
 """torch_rngx.nn.init: weight initialisers like torch.nn.init's, drawing from torch-rngx streams."""
+from __future__ import annotations
+
 import torch
 
 from . import _checks
 from ._autograd import draw
-from .generator import owner_of
+from .generator import RNG, Generator, owner_of
 
 __all__ = ["trunc_normal_"]
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, *, generator=None):
-    """torch.nn.init.trunc_normal_: fills `tensor` in place (under no_grad) with N(mean, std^2) conditioned on
-    [a, b] (absolute bounds), every value in [a, b]; returns `tensor`. The values are
-    functional.truncated_normal's with the key drawn from `generator` (None: torch's default generator)."""
+def __dir__():
+    return __all__
+
+
+def trunc_normal_(tensor: torch.Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, *,
+                  generator: Generator | RNG | None = None) -> torch.Tensor:
+    """Stands in for ``torch.nn.init.trunc_normal_``: fills `tensor` in place (under no_grad) with N(mean, std^2)
+    conditioned on [a, b] (absolute bounds), every value in [a, b]; returns `tensor`. The values are
+    functional.truncated_normal's with the key drawn from `generator`.
+
+    Args:
+        tensor (Tensor): a float tensor, filled in place.
+        mean, std (float): of the normal before truncation. a, b (float): the bounds, a < b.
+
+    Keyword args:
+        generator (Generator or nn.RNG, optional): the stream to draw from; None: torch's default generator.
+
+    Example::
+
+        >>> w = torch_rngx.nn.init.trunc_normal_(torch.empty(100, 100), std=0.02, a=-0.04, b=0.04)
+        >>> bool(((w >= -0.04) & (w <= 0.04)).all())
+        True
+    """
     _checks.float_tensor(tensor, "tensor")
     params = _checks.for_truncated_normal(tensor, torch.empty(2, dtype=torch.int64, device=tensor.device), mean, std,
                                           a, b, None)

@@ -13,6 +13,7 @@ pass outside a non-reentrant recomputation (use_reentrant=True recomputes this w
 partitioner when it chooses to), or in a checkpoint nested inside a recomputation.
 """
 import weakref
+from typing import Any, Callable, Optional
 
 import torch
 import torch.utils.checkpoint
@@ -84,15 +85,24 @@ def _replay(frame, task, owner):
     return journal[i][1].clone()
 
 
-def checkpoint_context(policy=None):
-    """A context_fn for torch.utils.checkpoint.checkpoint(..., use_reentrant=False) that saves every torch_rngx
-    draw (rngx::take_, rngx::seed_state) instead of recomputing it, and applies `policy` (a selective-checkpoint
-    policy function, or None: recompute everything else) to the other ops. Eager checkpointing is exact without
-    it (draws are journaled); under torch.compile it is what makes checkpointed regions that draw exact:
+def checkpoint_context(policy: Optional[Callable[..., Any]] = None) -> tuple[Any, Any]:
+    """Stands in for ``torch.utils.checkpoint.create_selective_checkpoint_contexts(policy)`` as the context_fn of
+    torch.utils.checkpoint.checkpoint(..., use_reentrant=False): saves every torch_rngx draw
+    (rngx::take_, rngx::seed_state) instead of recomputing it, and applies `policy` to the other ops. Eager
+    checkpointing is exact without it (draws are journaled); under torch.compile it is what makes checkpointed
+    regions that draw exact (docs/training.md, "Activation checkpointing").
 
-        checkpoint(block, x, use_reentrant=False, context_fn=torch_rngx.checkpoint_context)
-        checkpoint(block, x, use_reentrant=False,
-                   context_fn=functools.partial(torch_rngx.checkpoint_context, my_policy))
+    Args:
+        policy (callable, optional): a selective-checkpoint policy, (ctx, op, *args, **kwargs) -> CheckpointPolicy;
+            None recomputes everything else.
+
+    Example::
+
+        >>> from torch.utils.checkpoint import checkpoint
+        >>> block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch_rngx.nn.Dropout(0.5, seed=0))
+        >>> x = torch.ones(2, 4, requires_grad=True)
+        >>> y = checkpoint(block, x, use_reentrant=False, context_fn=torch_rngx.checkpoint_context)
+        >>> y.sum().backward()
     """
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 

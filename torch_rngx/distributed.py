@@ -19,11 +19,25 @@ from .functional import blocks_of
 __all__ = ["global_view"]
 
 
-def global_view(x, name="x"):
+def __dir__():
+    return __all__
+
+
+def global_view(x: DTensor, name: str = "x") -> tuple[list[int], list[int]]:
     """(global_shape, global_start) of this rank's block of the DTensor x: the arguments that make a torch_rngx op on
     x.to_local() give this rank's part of the op on x.full_tensor(). Placements Shard(d) and Replicate; a dim sharded
     on several mesh dims is split in mesh-dim order. Shards follow DTensor's torch.chunk convention: blocks of
-    ceil(n / k) rows, so the last ranks may get fewer rows or none."""
+    ceil(n / k) rows, so the last ranks may get fewer rows or none. No torch counterpart.
+
+    Args:
+        x (DTensor): a DTensor on a mesh this rank belongs to.
+        name (str): how error messages name x.
+
+    Example::
+
+        >>> shape, start = torch_rngx.distributed.global_view(x_dtensor)  # doctest: +SKIP
+        >>> y = rf.dropout(x_dtensor.to_local(), key, 0.1, global_shape=shape, global_start=start)  # doctest: +SKIP
+    """
     mesh = x.device_mesh
     coordinate = mesh.get_coordinate()
     if coordinate is None:

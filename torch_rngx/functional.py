@@ -17,25 +17,52 @@ Samplers (like: the output's shape, strides and device):
     bernoulli(like, state, p), randint(like, state, low, high, *, dtype=torch.int64),
     quantize_noise(x, state, half), dropout(x, state, p),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
-Every sampler also takes keyword-only global_shape= and global_start= (both or neither): the tensor is then the
-block of a global tensor that starts at global_start, and gets exactly that block of the op on the global tensor
-(docs/stream.md, "Global view"; docs/distributed.md).
+The keyword arguments every sampler shares:
+    global_shape, global_start (sequences of ints, optional; both or neither): the tensor is the block of a global
+        tensor of that shape that starts at that index, and gets exactly that block of the op on the global tensor
+        (docs/stream.md, "Global view"; docs/distributed.md).
+
+Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as torch.nn.functional).
 """
+from __future__ import annotations
+
 import math
 import operator
+from typing import Optional, Sequence
 
 import torch
+from torch import Tensor
 
 from . import _autograd, _checks
 from ._ops import ops
 
+__all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "feature_alpha_dropout", "feature_dropout",
+           "fold_in", "key", "normal", "quantize_noise", "randint", "split", "truncated_normal", "uniform"]
+Shape = Optional[Sequence[int]]
 _U64 = 1 << 64
 
 
-def blocks_used(numel, dtype, op=None):
+def __dir__():
+    return __all__
+
+
+def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None) -> int:
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
     k the words per element: 2 for float64, int64 and uint64, else 1; for op="normal" 2 (float64: 4), for
-    "truncated_normal" 2, for "randint" 2 (int64: 4). A Generator advances its offset by this much per call."""
+    "truncated_normal" 2, for "randint" 2 (int64: 4). A Generator advances its offset by this much per call.
+    No torch counterpart.
+
+    Args:
+        numel (int): the number of elements, >= 0.
+        dtype (torch.dtype): the output's dtype.
+        op (str, optional): None (uniform, dropout, noise, bits), "uniform", "normal", "truncated_normal",
+            "bernoulli" or "randint".
+
+    Example::
+
+        >>> torch_rngx.blocks_used(10, torch.float32), torch_rngx.blocks_used(10, torch.float32, "normal")
+        (3, 5)
+    """
     if isinstance(numel, bool) or not isinstance(numel, (int, torch.SymInt)):
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
     if isinstance(numel, int) and numel < 0:
@@ -66,9 +93,20 @@ _OP_DTYPES = {None: tuple(_WORDS), "uniform": _checks.FLOAT_DTYPES, "normal": _c
               "randint": tuple(_checks.RANDINT_DTYPES)}
 
 
-def key(seed, device=None, dtype=torch.int64):
-    """The key [seed, 0] for an int seed in [0, 2^64): int64 (seeds >= 2^63 stored as their bits) or uint64,
-    which is what torch.func._random.key returns."""
+def key(seed: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.int64) -> Tensor:
+    """Stands in for ``torch.func._random.key``: the key [seed, 0] for an int seed in [0, 2^64), int64 (seeds
+    >= 2^63 stored as their bits) or uint64, which is what torch's returns.
+
+    Args:
+        seed (int): in [0, 2^64).
+        device (torch.device or str, optional): where the key lives; default the CPU.
+        dtype (torch.dtype): torch.int64 (the default) or torch.uint64; both give the same values.
+
+    Example::
+
+        >>> rf.key(1234)
+        tensor([1234,    0])
+    """
     if isinstance(seed, bool):
         raise TypeError("seed must be an int, got bool")
     try:
@@ -83,71 +121,226 @@ def key(seed, device=None, dtype=torch.int64):
     return torch.tensor([bits, 0], dtype=torch.int64, device=device).view(dtype)
 
 
-def split(state, num=2):
-    """`num` new keys from each key in `state`, shape (num, *B, 2), as torch.func._random.split: child i of
-    [seed, offset] is Philox block offset + i of seed, read as two 64-bit words. Don't draw from `state` after
-    deriving from it (JAX's rule): its words are the children's seeds."""
+def split(state: Tensor, num: int = 2) -> Tensor:
+    """Stands in for ``torch.func._random.split``: `num` new keys from each key in `state`, shape (num, *B, 2):
+    child i of [seed, offset] is Philox block offset + i of seed, read as two 64-bit words. Don't draw from
+    `state` after deriving from it (JAX's rule): its words are the children's seeds.
+
+    Args:
+        state (Tensor): a key (2,) or a batch of keys (*B, 2), int64 or uint64.
+        num (int): how many keys to make, >= 1.
+
+    Example::
+
+        >>> k_noise, k_mask = rf.split(rf.key(1234))
+        >>> k_noise.shape
+        torch.Size([2])
+    """
     _checks.state(state)
     return ops.split(state, _checks.num(num))
 
 
-def fold_in(state, data):
-    """One new key per key in `state`, as torch.func._random.fold_in: fold_in(s, d) == split(s, d + 1)[d]. `data`
-    is an int in [0, 2^64) or an int64/uint64 tensor broadcastable to the batch shape (one datum per key)."""
+def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
+    """Stands in for ``torch.func._random.fold_in``: one new key per key in `state`, fold_in(s, d) ==
+    split(s, d + 1)[d].
+
+    Args:
+        state (Tensor): a key (2,) or a batch of keys (*B, 2), int64 or uint64.
+        data (int or Tensor): an int in [0, 2^64), or an int64/uint64 tensor broadcastable to the batch shape (one
+            datum per key).
+
+    Example::
+
+        >>> step_key = rf.fold_in(rf.key(1234), 100)
+        >>> torch.equal(step_key, rf.split(rf.key(1234), 101)[100])
+        True
+    """
     _checks.state(state)
     return ops.fold_in(state, _checks.fold_data(data, state))
 
 
-def bits(size, state, *, dtype=torch.int32, global_shape=None, global_start=None):
-    """Raw stream bits of `size`, as torch.func._random.bits (torch 2.15): integer dtypes of up to 32 bits take
-    one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds each
-    word's 32 bits, so negative values appear."""
+def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32,
+         global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.func._random.bits`` (torch 2.15): raw stream bits of `size`. Integer dtypes of up to 32
+    bits take one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds
+    each word's 32 bits, so negative values appear.
+
+    Args:
+        size (sequence of ints): the output's shape.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2), int64 or uint64.
+
+    Keyword args:
+        dtype (torch.dtype): an integer dtype; default torch.int32.
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.bits((4,), rf.key(0), dtype=torch.uint8).shape
+        torch.Size([4])
+    """
     size, *view = _checks.for_bits(size, state, dtype, global_shape, global_start)
     return ops.bits(size, state, dtype, *view)
 
 
-def uniform(like, state, low=0.0, high=1.0, *, dtype=None, global_shape=None, global_start=None):
-    """U[low, high) with the dtype (or `dtype`), device and strides of torch.empty_like(like)."""
+def uniform(like: Tensor, state: Tensor, low: float = 0.0, high: float = 1.0, *, dtype: torch.dtype | None = None,
+            global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.func._random.uniform`` and ``torch.empty_like(like).uniform_(low, high)``: U[low, high)
+    with the dtype (or `dtype`), device and strides of torch.empty_like(like).
+
+    Args:
+        like (Tensor): gives the shape, strides and device (its values are not read).
+        state (Tensor): a key (2,) or a batch of keys (*B, 2) broadcasting over like's leading dims.
+        low, high (float): the interval, low < high.
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> u = rf.uniform(torch.empty(3), rf.key(0), -1.0, 1.0)
+        >>> bool(((u >= -1) & (u < 1)).all())
+        True
+    """
     params = _checks.for_uniform(like, state, low, high, dtype, global_shape, global_start)
     return _autograd.sample("uniform", like, state, *params)
 
 
-def quantize_noise(x, state, half=0.5, *, global_shape=None, global_start=None):
-    """x + U[-half, half) in one pass; differentiable, with d/dx = 1."""
+def quantize_noise(x: Tensor, state: Tensor, half: float = 0.5, *,
+                   global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.empty_like(x).uniform_(-half, half) + x``, in one pass: x + U[-half, half);
+    differentiable, with d/dx = 1.
+
+    Args:
+        x (Tensor): a float tensor.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        half (float): half the noise's width, >= 0.
+
+    Keyword args:
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> x = torch.zeros(4)
+        >>> bool((rf.quantize_noise(x, rf.key(0)).abs() <= 0.5).all())
+        True
+    """
     return _autograd.sample("noise", x, state, *_checks.for_noise(x, state, half, global_shape, global_start))
 
 
-def dropout(x, state, p, *, global_shape=None, global_start=None):
-    """Keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes the mask from `state`."""
+def dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """``torch.nn.functional.dropout`` with a key: keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes
+    the mask from `state`.
+
+    Args:
+        x (Tensor): a float tensor.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        p (float): the probability of dropping, in [0, 1].
+
+    Keyword args:
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.dropout(torch.ones(4), rf.key(0), 0.0)
+        tensor([1., 1., 1., 1.])
+    """
     return _autograd.sample("dropout", x, state, *_checks.for_dropout(x, state, p, global_shape, global_start))
 
 
-def normal(like, state, mean=0.0, std=1.0, *, dtype=None, global_shape=None, global_start=None):
-    """N(mean, std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): Box-Muller with the
-    project's own log and cos (docs/stream.md, "normal"), z * std + mean. Not differentiable."""
+def normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, *, dtype: torch.dtype | None = None,
+           global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.func._random.normal`` and ``torch.empty_like(like).normal_(mean, std)``: N(mean,
+    std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): Box-Muller with the project's
+    own log and cos (docs/stream.md, "normal"), z * std + mean. Not differentiable.
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        mean (float): the mean. std (float): the standard deviation, >= 0.
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.normal(torch.empty(2, 3), rf.key(0)).shape
+        torch.Size([2, 3])
+    """
     params = _checks.for_normal(like, state, mean, std, dtype, global_shape, global_start)
     return _autograd.sample("normal", like, state, *params)
 
 
-def truncated_normal(like, state, mean=0.0, std=1.0, a=-2.0, b=2.0, *, dtype=None, global_shape=None,
-                     global_start=None):
-    """N(mean, std^2) conditioned on [a, b], a and b absolute bounds (torch.nn.init.trunc_normal_'s convention),
-    by the inverse CDF; every value lies in [a, b]. Not differentiable."""
+def truncated_normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                     b: float = 2.0, *, dtype: torch.dtype | None = None,
+                     global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.init.trunc_normal_`` with a key: N(mean, std^2) conditioned on [a, b], a and b
+    absolute bounds (torch's convention), by the inverse CDF; every value lies in [a, b]. Not differentiable.
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        mean, std (float): of the normal before truncation. a, b (float): the bounds, a < b.
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> w = rf.truncated_normal(torch.empty(1000), rf.key(0), 0.0, 1.0, -0.5, 0.5)
+        >>> bool(((w >= -0.5) & (w <= 0.5)).all())
+        True
+    """
     params = _checks.for_truncated_normal(like, state, mean, std, a, b, dtype, global_shape, global_start)
     return _autograd.sample("truncated_normal", like, state, *params)
 
 
-def bernoulli(like, state, p=0.5, *, global_shape=None, global_start=None):
-    """1 where u < p, else 0, in like's (float) dtype, with dropout's u: bernoulli(x, key, p) == (dropout(ones,
-    key, p) == 0). `p` a probability or a tensor of them broadcastable to like's shape."""
+def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *,
+              global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.bernoulli(torch.full_like(like, p))``: 1 where u < p, else 0, in like's (float) dtype,
+    with dropout's u: bernoulli(x, key, p) == (dropout(ones, key, p) == 0).
+
+    Args:
+        like (Tensor): a float tensor giving the shape, strides, device and dtype.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        p (float or Tensor): the probability of a 1, or a tensor of them broadcastable to like's shape.
+
+    Keyword args:
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.bernoulli(torch.empty(3), rf.key(0), 1.0)
+        tensor([1., 1., 1.])
+    """
     p, *view = _checks.for_bernoulli(like, state, p, global_shape, global_start)
     kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
     return _autograd.sample(kind, like, state, _checks.probabilities(p), *view)
 
 
-def randint(like, state, low, high, *, dtype=torch.int64, global_shape=None, global_start=None):
-    """Integers uniform on [low, high), shaped like `like`, as floor((high - low) * x / 2^bits) + low with x of
-    64 bits (128 for int64): bias at most 2^-32 relative (docs/stream.md, "randint")."""
+def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dtype = torch.int64,
+            global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.randint_like(like, low, high)`` with a key: integers uniform on [low, high), shaped
+    like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (128 for int64): bias at most 2^-32
+    relative (docs/stream.md, "randint").
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        low, high (int): the range [low, high), low < high, within dtype.
+
+    Keyword args:
+        dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> i = rf.randint(torch.empty(100), rf.key(0), 1, 7)
+        >>> int(i.min()) >= 1 and int(i.max()) <= 6
+        True
+    """
     params = _checks.for_randint(like, state, low, high, dtype, global_shape, global_start)
     return _autograd.sample("randint", like, state, *params)
 
@@ -157,23 +350,72 @@ def randint(like, state, low, high, *, dtype=torch.int64, global_shape=None, glo
 SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to alpha' = -SELU_ALPHA, like torch
 
 
-def feature_dropout(x, state, p, *, global_shape=None, global_start=None):
-    """Channel dropout (torch's feature_dropout): one keep/drop decision per (n, c), from the dropout stream of an
-    (N, C) tensor, applied to the whole x[n, c]: x * m[n, c], m = 1/(1-p) or 0. A batched state may vary along
-    the first two dims only. Under a global view, the (N, C) tensor is the global one's first two dims."""
+def feature_dropout(x: Tensor, state: Tensor, p: float, *,
+                    global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """``torch.nn.functional.dropout2d``'s channel dropout with a key (torch's feature_dropout): one keep/drop
+    decision per (n, c), from the dropout stream of an (N, C) tensor, applied to the whole x[n, c]: x * m[n, c],
+    m = 1/(1-p) or 0. A batched state may vary along the first two dims only. Under a global view, the (N, C)
+    tensor is the global one's first two dims.
+
+    Args:
+        x (Tensor): a float tensor of at least 2 dims (N, C, ...).
+        state (Tensor): a key (2,) or a batch of keys.
+        p (float): the probability of dropping a channel, in [0, 1].
+
+    Keyword args:
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.feature_dropout(torch.ones(2, 3, 4), rf.key(0), 0.5).shape
+        torch.Size([2, 3, 4])
+    """
     p, *view = _checks.for_feature(x, state, p, global_shape, global_start)
     return _feature_dropout(x, state, p, view)
 
 
-def alpha_dropout(x, state, p, *, global_shape=None, global_start=None):
-    """torch's alpha dropout with the dropout stream's mask: kept a*x + alpha*a*p, dropped -alpha*a*(1-p),
-    a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit variance."""
+def alpha_dropout(x: Tensor, state: Tensor, p: float, *,
+                  global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """``torch.nn.functional.alpha_dropout`` with a key and the dropout stream's mask: kept a*x + alpha*a*p,
+    dropped -alpha*a*(1-p), a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit
+    variance.
+
+    Args:
+        x (Tensor): a float tensor.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        p (float): the probability of dropping, in [0, 1].
+
+    Keyword args:
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.alpha_dropout(torch.ones(3), rf.key(0), 0.0)
+        tensor([1., 1., 1.])
+    """
     p, *view = _checks.for_dropout(x, state, p, global_shape, global_start)
     return _alpha_dropout(x, _mask_of(x, state, p, view), p)
 
 
-def feature_alpha_dropout(x, state, p, *, global_shape=None, global_start=None):
-    """alpha_dropout with one decision per (n, c), as feature_dropout."""
+def feature_alpha_dropout(x: Tensor, state: Tensor, p: float, *,
+                          global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """``torch.nn.functional.feature_alpha_dropout`` with a key: alpha_dropout with one decision per (n, c), as
+    feature_dropout.
+
+    Args:
+        x (Tensor): a float tensor of at least 2 dims (N, C, ...).
+        state (Tensor): a key (2,) or a batch of keys.
+        p (float): the probability of dropping a channel, in [0, 1].
+
+    Keyword args:
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> rf.feature_alpha_dropout(torch.ones(2, 3), rf.key(0), 0.0)
+        tensor([[1., 1., 1.],
+                [1., 1., 1.]])
+    """
     p, *view = _checks.for_feature(x, state, p, global_shape, global_start)
     return _alpha_dropout(x, _channel_mask(x, state, p, view), p)
 

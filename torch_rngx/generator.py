@@ -1,14 +1,19 @@
 """The owners of a stream position, which advances by blocks_used per call: Generator (like torch.Generator)
 and RNG (an nn.Module whose position is model state: a buffer in state_dict, moved by .to(), saved by
 torch.save)."""
+from __future__ import annotations
+
 import operator
+import os
 
 import torch
+from torch import Tensor
 
 from . import _checks
 from ._ops import ops
 from .functional import fold_in, split
 
+__all__ = ["Generator", "RNG"]
 _U64 = 1 << 64
 
 
@@ -26,28 +31,43 @@ def _fixed_address(state):
 
 
 class Generator:
-    """Owns `state`, an int64 tensor [seed, offset] (offset in Philox blocks). Each torch_rngx call with generator=g reads g.state and
-    advances the offset in place, so the call sequence is the same eager, compiled and exported.
+    """Stands in for ``torch.Generator``: owns `state`, an int64 tensor [seed, offset] (offset in 128-bit Philox
+    blocks). Each torch_rngx call with generator=g reads g.state and advances the offset in place, so the call
+    sequence is the same eager, compiled and exported.
 
-    Generator(seed=None) draws its seed from torch's default CPU generator, so torch.manual_seed makes it
-    reproducible. Threads may share a Generator in eager mode: each call takes its own words (a lock in
-    rngx::take_), in an order that depends on scheduling; for reproducible values, or in compiled code, give
-    each thread its own (docs/guarantees.md, "Threads").
+    Threads may share a Generator in eager mode: each call takes its own words (a lock in rngx::take_), in an
+    order that depends on scheduling; for reproducible values, or in compiled code, give each thread its own
+    (docs/guarantees.md, "Threads").
+
+    Args:
+        seed (int, optional): in [0, 2^64). None: drawn from torch's default CPU generator, so torch.manual_seed
+            makes it reproducible.
+        device (torch.device or str): where `state` lives, "cpu" or "cuda" (a CUDA state serves CUDA graphs).
+        offset (int): the stream position to start at, in blocks.
+
+    Example::
+
+        >>> g = torch_rngx.Generator(1234)
+        >>> u = torch_rngx.rand_like(torch.empty(8), generator=g)  # 8 words: 2 blocks
+        >>> g
+        torch_rngx.Generator(seed=1234, offset=2)
     """
 
-    def __init__(self, seed=None, device="cpu"):
+    def __init__(self, seed: int | None = None, device: torch.device | str = "cpu", offset: int = 0):
         device = torch.device(device)
         if device.type not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'cpu' or 'cuda', got {device}")
         self.state = _fixed_address(torch.zeros(2, dtype=torch.int64, device=device))
         self.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
+        self.set_offset(offset)
 
     @property
-    def device(self):
+    def device(self) -> torch.device:
+        """The device of `state`."""
         return self.state.device
 
-    def manual_seed(self, seed):
-        """Restarts the stream of `seed` (an int in [0, 2^64)) at offset 0."""
+    def manual_seed(self, seed: int) -> Generator:
+        """Restarts the stream of `seed` (an int in [0, 2^64)) at offset 0; returns this Generator, as torch's."""
         if isinstance(seed, bool):  # operator.index(True) is 1: reject bools before converting
             raise TypeError("seed must be an int, got bool")
         try:
@@ -59,13 +79,39 @@ class Generator:
         self.state.copy_(torch.tensor([_signed(seed), 0], dtype=torch.int64))
         return self
 
-    def initial_seed(self):
+    def seed(self) -> int:
+        """Seeds this Generator from the operating system's entropy (not reproducible, as torch's
+        Generator.seed) at offset 0; returns the seed."""
+        seed = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(seed)
+        return seed
+
+    def initial_seed(self) -> int:
+        """The seed, an int in [0, 2^64)."""
         return int(self.state[0]) % _U64
 
-    def get_state(self):
+    def get_offset(self) -> int:
+        """The stream position, in 128-bit Philox blocks (torch's Generator counts Philox's offset in words)."""
+        return int(self.state[1]) % _U64
+
+    def set_offset(self, offset: int) -> Generator:
+        """Moves to `offset` (an int in [0, 2^64), in blocks) of the same seed; returns this Generator."""
+        if isinstance(offset, bool):
+            raise TypeError("offset must be an int, got bool")
+        try:
+            offset = operator.index(offset)
+        except TypeError:
+            raise TypeError(f"offset must be an int, got {type(offset).__name__}") from None
+        if not 0 <= offset < _U64:
+            raise ValueError(f"offset must be in [0, 2^64), got {offset}")
+        self.state[1] = _signed(offset)
+        return self
+
+    def get_state(self) -> Tensor:
+        """A copy of `state`: the int64 key [seed, offset] (torch's get_state returns a uint8 tensor instead)."""
         return self.state.clone()
 
-    def set_state(self, new_state):
+    def set_state(self, new_state: Tensor) -> Generator:
         """Continues from a key [seed, offset]: int64 or uint64 (a torch.func._random key), shape (2,)."""
         _checks.state(new_state, "new_state")
         if new_state.shape != (2,):
@@ -73,16 +119,16 @@ class Generator:
         self.state.copy_(new_state.view(torch.int64))
         return self
 
-    def clone(self):
-        """An independent Generator at the same stream position."""
+    def clone(self) -> Generator:
+        """An independent Generator at the same stream position (torch's clone_state)."""
         return Generator._at(self.state.clone())
 
-    def split(self, n):
+    def split(self, n: int) -> list[Generator]:
         """n new Generators from the current state (functional.split); this one does not advance. As in JAX,
         don't draw from this Generator's current state after deriving from it: call manual_seed or draw first."""
         return [Generator._at(child) for child in split(self.state, _checks.num(n, "n")).unbind(0)]
 
-    def fold_in(self, data):
+    def fold_in(self, data: int | Tensor) -> Generator:
         """A new Generator whose state is functional.fold_in(state, data); this one does not advance."""
         return Generator._at(fold_in(self.state, data))
 
@@ -96,26 +142,39 @@ class Generator:
         """The state for one call, then advances the offset past the blocks that call consumes."""
         return ops.take_(self.state, blocks)
 
-    def __repr__(self):
-        return f"torch_rngx.Generator(seed={self.initial_seed()}, offset={int(self.state[1]) % _U64})"
+    def __repr__(self):  # eval()s back to an equal Generator
+        device = "" if self.device.type == "cpu" else f", device={str(self.device)!r}"
+        return f"torch_rngx.Generator(seed={self.initial_seed()}{device}, offset={self.get_offset()})"
 
 
 class RNG(torch.nn.Module):
-    """A stream position as model state: the persistent int64 buffer `state` = [seed, offset]. Hold one as a
-    submodule and pass it as generator= to any stateful torch_rngx function; each call advances the buffer in
-    place. It moves with .to(device)/.cuda(), is untouched by .half()/.to(dtype), and is saved and restored by
-    state_dict(), load_state_dict(), torch.save and copy.deepcopy. RNG(seed=None) draws its seed like
-    Generator(None)."""
+    """A stream position as model state (torch has no module for it): the persistent int64 buffer `state` =
+    [seed, offset]. Hold one as a submodule and pass it as generator= to any stateful torch_rngx function; each
+    call advances the buffer in place. It moves with .to(device)/.cuda(), is untouched by .half()/.to(dtype), and
+    is saved and restored by state_dict(), load_state_dict(), torch.save and copy.deepcopy.
 
-    def __init__(self, seed=None, device=None):
+    Args:
+        seed (int, optional): in [0, 2^64); None draws it like Generator(None).
+        device (torch.device or str, optional): where the buffer lives; default the CPU.
+
+    Example::
+
+        >>> rng = torch_rngx.nn.RNG(7)
+        >>> y = torch_rngx.rand_like(torch.empty(4), generator=rng)
+        >>> rng
+        torch_rngx.nn.RNG(seed=7, offset=1)
+    """
+
+    def __init__(self, seed: int | None = None, device: torch.device | str | None = None):
         super().__init__()
         self.register_buffer("state", Generator(seed).state.to(device), persistent=True)
 
-    def manual_seed(self, seed):
+    def manual_seed(self, seed: int) -> RNG:
+        """Restarts the stream of `seed` at offset 0; returns this module."""
         self.state.copy_(Generator(seed).state)
         return self
 
-    def fold_in(self, data):
+    def fold_in(self, data: int | Tensor) -> RNG:
         """A new RNG whose state is functional.fold_in(state, data); this one does not advance. Under DDP the
         buffer is broadcast from rank 0, so fold in the rank for per-rank streams (docs/training.md)."""
         rng = RNG.__new__(RNG)
@@ -127,8 +186,16 @@ class RNG(torch.nn.Module):
         check_state_buffer(state_dict, prefix + "state")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
+    def _get_name(self):
+        return "torch_rngx.nn.RNG"
+
     def extra_repr(self):
-        return f"seed={int(self.state[0]) % _U64}, offset={int(self.state[1]) % _U64}"
+        return stream_repr(self.state)
+
+
+def stream_repr(state):
+    """"seed=..., offset=..." of a state tensor, for reprs."""
+    return f"seed={int(state[0]) % _U64}, offset={int(state[1]) % _U64}"
 
 
 def check_state_buffer(state_dict, key):

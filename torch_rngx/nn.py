@@ -1,15 +1,21 @@
 """Modules: drop-in replacements for torch.nn's dropout family, RNG (a stream position held as model state), and
 convert(), which swaps torch's dropout modules in a model for these."""
+from __future__ import annotations
+
 import torch
 
 from . import _checks
 from . import _init as init
 from .functional import fold_in, key
-from .generator import RNG, check_state_buffer, owner_of
+from .generator import RNG, Generator, check_state_buffer, owner_of, stream_repr
 from .random import dropout_from
 
 __all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "convert",
            "fold_in_"]
+
+
+def __dir__():
+    return __all__
 
 
 class _DropoutNd(torch.nn.Module):
@@ -21,9 +27,10 @@ class _DropoutNd(torch.nn.Module):
 
     kind = None  # the random.dropout_from kind
 
-    def __init__(self, p=0.5, inplace=False, *, generator=None, seed=None):
+    def __init__(self, p: float = 0.5, inplace: bool = False, *, generator: Generator | RNG | None = None,
+                 seed: int | None = None):
         super().__init__()
-        self.p = _checks.probability(p)
+        self.p = _checks.dropout_probability(p)
         if not isinstance(inplace, bool):
             raise TypeError(f"inplace must be a bool, got {type(inplace).__name__}")
         self.inplace = inplace
@@ -34,7 +41,7 @@ class _DropoutNd(torch.nn.Module):
         if seed is not None:
             self.register_buffer("rng_state", RNG(seed).state, persistent=True)
 
-    def forward(self, input):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
         owner = self.rng_state if "rng_state" in self._buffers else owner_of(self.generator)
         return dropout_from(self.kind, input, self.p, self.training, self.inplace, owner)
 
@@ -42,42 +49,134 @@ class _DropoutNd(torch.nn.Module):
         check_state_buffer(state_dict, prefix + "rng_state")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
+    def _get_name(self):  # the repr names the class as torch_rngx's, not torch's
+        return f"torch_rngx.nn.{type(self).__name__}"
+
     def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
+        """p and inplace, then where the masks come from: the module's own stream (rng_state), a generator, or
+        nothing for torch's default generator."""
+        if "rng_state" in self._buffers:
+            return f"p={self.p}, inplace={self.inplace}, rng_state=({stream_repr(self.rng_state)})"
+        stream = "" if self.generator is None else f", generator={self.generator!r}"
+        return f"p={self.p}, inplace={self.inplace}{stream}"
 
 
 class Dropout(_DropoutNd):
-    """torch.nn.Dropout: each element kept (scaled by 1/(1-p)) or zeroed."""
+    """Stands in for ``torch.nn.Dropout``: each element kept (scaled by 1/(1-p)) or zeroed.
+
+    Args:
+        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+    Keyword args:
+        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+            saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+    Example::
+
+        >>> drop = torch_rngx.nn.Dropout(0.5, seed=7)
+        >>> drop(torch.ones(2, 4)).shape
+        torch.Size([2, 4])
+    """
 
     kind = "dropout"
 
 
 class Dropout1d(_DropoutNd):
-    """torch.nn.Dropout1d: whole channels of (N, C, L) or (C, L) inputs."""
+    """Stands in for ``torch.nn.Dropout1d``: whole channels of (N, C, L) or (C, L) inputs.
+
+    Args:
+        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+    Keyword args:
+        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+            saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+    Example::
+
+        >>> drop = torch_rngx.nn.Dropout1d(0.5, seed=7)
+        >>> drop(torch.ones(2, 3, 5)).shape
+        torch.Size([2, 3, 5])
+    """
 
     kind = "dropout1d"
 
 
 class Dropout2d(_DropoutNd):
-    """torch.nn.Dropout2d: whole channels of (N, C, H, W) inputs."""
+    """Stands in for ``torch.nn.Dropout2d``: whole channels of (N, C, H, W) inputs.
+
+    Args:
+        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+    Keyword args:
+        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+            saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+    Example::
+
+        >>> drop = torch_rngx.nn.Dropout2d(0.5, seed=7)
+        >>> drop(torch.ones(2, 3, 4, 4)).shape
+        torch.Size([2, 3, 4, 4])
+    """
 
     kind = "dropout2d"
 
 
 class Dropout3d(_DropoutNd):
-    """torch.nn.Dropout3d: whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    """Stands in for ``torch.nn.Dropout3d``: whole channels of (N, C, D, H, W) or (C, D, H, W) inputs.
+
+    Args:
+        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+    Keyword args:
+        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+            saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+    Example::
+
+        >>> drop = torch_rngx.nn.Dropout3d(0.5, seed=7)
+        >>> drop(torch.ones(2, 3, 2, 2, 2)).shape
+        torch.Size([2, 3, 2, 2, 2])
+    """
 
     kind = "dropout3d"
 
 
 class AlphaDropout(_DropoutNd):
-    """torch.nn.AlphaDropout: keeps a SELU network's zero mean and unit variance."""
+    """Stands in for ``torch.nn.AlphaDropout``: keeps a SELU network's zero mean and unit variance.
+
+    Args:
+        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+    Keyword args:
+        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+            saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+    Example::
+
+        >>> drop = torch_rngx.nn.AlphaDropout(0.5, seed=7)
+        >>> drop(torch.ones(2, 4)).shape
+        torch.Size([2, 4])
+    """
 
     kind = "alpha_dropout"
 
 
 class FeatureAlphaDropout(_DropoutNd):
-    """torch.nn.FeatureAlphaDropout: alpha dropout of whole channels."""
+    """Stands in for ``torch.nn.FeatureAlphaDropout``: alpha dropout of whole channels.
+
+    Args:
+        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+    Keyword args:
+        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+            saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+    Example::
+
+        >>> drop = torch_rngx.nn.FeatureAlphaDropout(0.5, seed=7)
+        >>> drop(torch.ones(2, 3, 4)).shape
+        torch.Size([2, 3, 4])
+    """
 
     kind = "feature_alpha_dropout"
 
@@ -88,8 +187,9 @@ _REPLACEMENTS = {torch.nn.Dropout: Dropout, torch.nn.Dropout1d: Dropout1d, torch
 
 
 @torch.no_grad()
-def convert(model, *, seed=None, generator=None):
-    """Replaces every torch.nn dropout module in `model` (Dropout, Dropout1d/2d/3d, AlphaDropout,
+def convert(model: torch.nn.Module, *, seed: int | None = None,
+            generator: Generator | RNG | None = None) -> list[tuple[str, str]]:
+    """No torch counterpart. Replaces every torch.nn dropout module in `model` (Dropout, Dropout1d/2d/3d, AlphaDropout,
     FeatureAlphaDropout) by torch_rngx's, in place, keeping p, inplace, the training mode and the module names;
     returns the (name, torch class name) pairs it replaced, in model.named_modules() order.
 
@@ -98,7 +198,22 @@ def convert(model, *, seed=None, generator=None):
     neither draws from torch's default generator. state_dict keys stay those of the original model, plus the
     rng_state buffers with seed=.
 
-    Functional calls inside forward() (F.dropout, attention's dropout_p) are not modules and stay torch's."""
+    Functional calls inside forward() (torch.nn.functional.dropout, attention's dropout_p) are not modules and
+    stay torch's.
+
+    Args:
+        model (Module): the model, changed in place.
+
+    Keyword args:
+        seed (int, optional): gives each replaced module a stream of its own.
+        generator (Generator or RNG, optional): one stream shared by the replaced modules.
+
+    Example::
+
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1))
+        >>> torch_rngx.nn.convert(model, seed=0)
+        [('1', 'Dropout')]
+    """
     if seed is not None and generator is not None:
         raise ValueError("pass seed= or generator=, not both")
     root = key(seed) if seed is not None else None
@@ -123,11 +238,22 @@ def _device_of(model):
 
 
 @torch.no_grad()
-def fold_in_(module, data):
-    """Replaces every stream position a module holds (nn.RNG states, dropout modules' seed= states) by its
-    functional.fold_in with `data`, in place; returns their state_dict names. After DDP has copied rank 0's
-    buffers to every rank, fold_in_(model, rank) gives each data-parallel rank its own masks
-    (docs/training.md, "Data parallel")."""
+def fold_in_(module: torch.nn.Module, data: int | torch.Tensor) -> list[str]:
+    """No torch counterpart. Replaces every stream position a module holds (nn.RNG states, dropout modules'
+    seed= states) by its functional.fold_in with `data`, in place; returns their state_dict names. After DDP has
+    copied rank 0's buffers to every rank, fold_in_(model, rank) gives each data-parallel rank its own masks
+    (docs/training.md, "Data parallel").
+
+    Args:
+        module (Module): the model whose streams to change.
+        data (int or Tensor): what to fold in, e.g. the data-parallel rank.
+
+    Example::
+
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch_rngx.nn.Dropout(0.1, seed=0))
+        >>> torch_rngx.nn.fold_in_(model, 3)
+        ['1.rng_state']
+    """
     names = [name for name, buf in module.named_buffers() if _is_stream(module, name)]
     for name in names:
         buf = module.get_buffer(name)

@@ -4,19 +4,52 @@ reproduces the sequence in eager and compiled code alike.
 
 Each also takes keyword-only global_shape= and global_start= (both or neither): x is then the block of a global
 tensor that starts at global_start, the call returns that block of the call on the global tensor, and the
-Generator advances by the global tensor's blocks, the same on every rank (docs/distributed.md)."""
+Generator advances by the global tensor's blocks, the same on every rank (docs/distributed.md).
+
+The keyword arguments they share:
+    generator (Generator or nn.RNG, optional): the stream to draw from, advanced in place by the blocks the call
+        uses. None (the default): a fresh seed from torch's default CPU generator, as torch's own functions.
+    global_shape, global_start (sequences of ints, optional): x is the block of a global tensor of that shape,
+        starting at that index (docs/distributed.md).
+"""
+from __future__ import annotations
+
 import math
 import warnings
+from typing import Optional, Sequence, Union
 
 import torch
+from torch import Tensor
 
 from . import _checks, functional
 from ._autograd import draw, key_for
-from .generator import owner_of
+from .generator import RNG, Generator, owner_of
+
+__all__ = ["alpha_dropout", "bernoulli_like", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+           "normal_like", "quantize", "rand_like", "randint_like", "randn_like", "uniform_like"]
+Shape = Optional[Sequence[int]]
+Stream = Optional[Union[Generator, RNG]]
 
 
-def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None, global_shape=None, global_start=None):
-    """U[low, high) shaped, strided and placed like torch.empty_like(x, dtype=dtype)."""
+def uniform_like(x: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Stream = None,
+                 dtype: torch.dtype | None = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.empty_like(x).uniform_(low, high)``: U[low, high) shaped, strided and placed like
+    torch.empty_like(x, dtype=dtype), with the values of functional.uniform on a drawn key.
+
+    Args:
+        x (Tensor): gives the shape, strides and device (its values are not read).
+        low, high (float): the interval, low < high, finite in the dtype's compute type.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> u = torch_rngx.uniform_like(torch.empty(2, 3), -1.0, 1.0, generator=torch_rngx.Generator(0))
+        >>> bool(((u >= -1) & (u < 1)).all())
+        True
+    """
     _checks.strided(x, "x")
     _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
     out_dtype = x.dtype if dtype is None else dtype
@@ -25,15 +58,45 @@ def uniform_like(x, low=0.0, high=1.0, *, generator=None, dtype=None, global_sha
     return draw("uniform", x, owner_of(generator), out_dtype, low, high, dtype, *view)
 
 
-def rand_like(x, *, generator=None, dtype=None, global_shape=None, global_start=None):
-    """U[0, 1), like torch.rand_like."""
+def rand_like(x: Tensor, *, generator: Stream = None, dtype: torch.dtype | None = None, global_shape: Shape = None,
+              global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.rand_like``: U[0, 1) shaped, strided and placed like x.
+
+    Args:
+        x (Tensor): gives the shape, strides, device and (float) dtype.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> torch_rngx.rand_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
+        torch.Size([2, 3])
+    """
     return uniform_like(x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape,
                         global_start=global_start)
 
 
-def normal_like(x, mean=0.0, std=1.0, *, generator=None, dtype=None, global_shape=None, global_start=None):
-    """N(mean, std^2) shaped, strided and placed like torch.empty_like(x, dtype=dtype) (functional.normal's
-    values with a drawn key). Not differentiable, like torch.randn_like."""
+def normal_like(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Stream = None,
+                dtype: torch.dtype | None = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.empty_like(x).normal_(mean, std)``: N(mean, std^2) shaped, strided and placed like
+    torch.empty_like(x, dtype=dtype), functional.normal's values on a drawn key. Not differentiable.
+
+    Args:
+        x (Tensor): gives the shape, strides and device.
+        mean (float): the mean. std (float): the standard deviation, >= 0.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> z = torch_rngx.normal_like(torch.empty(1000), 5.0, 0.1, generator=torch_rngx.Generator(0))
+        >>> abs(float(z.mean()) - 5.0) < 0.05
+        True
+    """
     _checks.strided(x, "x")
     out_dtype = x.dtype if dtype is None else dtype
     _checks.float_dtype(out_dtype, "x's dtype" if dtype is None else "dtype")
@@ -42,24 +105,73 @@ def normal_like(x, mean=0.0, std=1.0, *, generator=None, dtype=None, global_shap
     return draw("normal", x, owner_of(generator), out_dtype, mean, std, dtype, *view)
 
 
-def randn_like(x, *, generator=None, dtype=None, global_shape=None, global_start=None):
-    """N(0, 1), like torch.randn_like."""
+def randn_like(x: Tensor, *, generator: Stream = None, dtype: torch.dtype | None = None,
+               global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.randn_like``: N(0, 1) shaped, strided and placed like x (normal_like(x, 0, 1)).
+
+    Args:
+        x (Tensor): gives the shape, strides, device and (float) dtype.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> torch_rngx.randn_like(torch.empty(2, 3, dtype=torch.float64)).dtype
+        torch.float64
+    """
     return normal_like(x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape,
                        global_start=global_start)
 
 
-def bernoulli_like(x, p=0.5, *, generator=None, global_shape=None, global_start=None):
-    """1 where u < p, else 0, shaped like x in x's (float) dtype; `p` a probability or a tensor broadcastable to
-    x. With a float p the mask is dropout's: bernoulli_like(x, p) == (dropout(ones_like(x), p) == 0) with the same
-    key."""
+def bernoulli_like(x: Tensor, p: float | Tensor = 0.5, *, generator: Stream = None, global_shape: Shape = None,
+                   global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.bernoulli(torch.full_like(x, p))``: 1 where u < p, else 0, shaped like x in x's
+    (float) dtype. With a float p the mask is dropout's: bernoulli_like(x, p) == (dropout(ones_like(x), p) == 0)
+    with the same key.
+
+    Args:
+        x (Tensor): a float tensor giving the shape, strides, device and dtype.
+        p (float or Tensor): the probability of a 1, in [0, 1], or a tensor of them broadcastable to x.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.bernoulli_like(torch.empty(4), 1.0)
+        tensor([1., 1., 1., 1.])
+    """
     _checks.float_tensor(x)
     p, *view = _checks.for_bernoulli(x, _any_key(x), p, global_shape, global_start)
     kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
     return draw(kind, x, owner_of(generator), x.dtype, _checks.probabilities(p), *view)
 
 
-def randint_like(x, low, high, *, generator=None, dtype=torch.int64, global_shape=None, global_start=None):
-    """Integers uniform on [low, high) shaped like x, in `dtype` (functional.randint's values with a drawn key)."""
+def randint_like(x: Tensor, low: int, high: int | None = None, *, generator: Stream = None,
+                 dtype: torch.dtype = torch.int64, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`
+    (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means low = 0. Unlike torch,
+    the default dtype is int64, not x's.
+
+    Args:
+        x (Tensor): gives the shape, strides and device.
+        low (int): the lowest value (or, without `high`, the bound: values in [0, low)).
+        high (int, optional): one above the highest value.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+        dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
+
+    Example::
+
+        >>> i = torch_rngx.randint_like(torch.empty(100), 10)
+        >>> i.dtype, bool(((i >= 0) & (i < 10)).all())
+        (torch.int64, True)
+    """
+    if high is None:  # torch's one-bound form
+        low, high = 0, low
     _checks.strided(x, "x")
     params = _checks.for_randint(x, _any_key(x), low, high, dtype, global_shape, global_start)
     return draw("randint", x, owner_of(generator), dtype, *params)
@@ -70,9 +182,27 @@ def _any_key(x):
     return torch.empty(2, dtype=torch.int64, device=x.device)
 
 
-def quantize(x, mode="noise", means=None, *, generator=None, global_shape=None, global_start=None):
-    """CompressAI's EntropyModel.quantize: "noise" -> x + U[-0.5, 0.5); "dequantize" -> round(x - means) +
-    means; "symbols" -> round(x - means).int(). Only "noise" draws random numbers."""
+def quantize(x: Tensor, mode: str = "noise", means: Tensor | None = None, *, generator: Stream = None,
+             global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``CompressAI's EntropyModel.quantize``: "noise" -> x + U[-0.5, 0.5) in one pass (gradient 1);
+    "dequantize" -> round(x - means) + means; "symbols" -> round(x - means).int(). Only "noise" draws.
+
+    Args:
+        x (Tensor): a float tensor.
+        mode (str): "noise", "dequantize" or "symbols".
+        means (Tensor, optional): subtracted before rounding, broadcastable to x (not used by "noise").
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> x = torch.tensor([0.2, 1.7])
+        >>> torch_rngx.quantize(x, "symbols")
+        tensor([0, 2], dtype=torch.int32)
+        >>> bool(((torch_rngx.quantize(x, "noise") - x).abs() <= 0.5).all())
+        True
+    """
     if mode not in ("noise", "dequantize", "symbols"):
         raise ValueError(f'mode must be "noise", "dequantize" or "symbols", got {mode!r}')
     _checks.float_tensor(x)
@@ -90,47 +220,141 @@ def quantize(x, mode="noise", means=None, *, generator=None, global_shape=None, 
 
 # ---- the dropout family, with torch.nn.functional's signatures (plus keyword-only generator=) ----
 
-def dropout(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
-            global_start=None):
-    """torch.nn.functional.dropout: each element kept (scaled by 1/(1-p)) iff its u >= p; the identity, drawing
-    nothing, when not training. inplace=True writes the result into input and returns input."""
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.functional.dropout``: each element kept, scaled by 1/(1-p), iff its u >= p, else
+    zeroed; the identity, drawing nothing, when not training. Backward recomputes the mask from the 16-byte key.
+
+    Args:
+        input (Tensor): a float tensor.
+        p (float): the probability of dropping, in [0, 1].
+        training (bool): apply it (else return input, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.dropout(torch.ones(4), 1.0)
+        tensor([0., 0., 0., 0.])
+    """
     return dropout_from("dropout", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
-              global_start=None):
-    """torch.nn.functional.dropout1d: one decision per (n, c) of an (N, C, L) input, or per channel of (C, L)."""
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+              generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.functional.dropout1d``: one keep/drop decision per (n, c) of an (N, C, L) input, or per
+    channel of a (C, L) one, applied to the whole channel.
+
+    Args:
+        input (Tensor): a float (N, C, L) or (C, L) tensor.
+        p (float): the probability of dropping, in [0, 1].
+        training (bool): apply it (else return input, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.dropout1d(torch.ones(2, 3, 5), 0.5).shape
+        torch.Size([2, 3, 5])
+    """
     return dropout_from("dropout1d", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
-              global_start=None):
-    """torch.nn.functional.dropout2d: one decision per (n, c) of an (N, C, H, W) input; torch's warnings for
-    other ranks (a 3D input is taken as (N, C, L), as torch does)."""
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+              generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.functional.dropout2d``: one decision per (n, c) of an (N, C, H, W) input, with torch's
+    warnings for other ranks (a 3D input is taken as (N, C, L), as torch does).
+
+    Args:
+        input (Tensor): a float (N, C, H, W) tensor.
+        p (float): the probability of dropping, in [0, 1].
+        training (bool): apply it (else return input, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.dropout2d(torch.ones(2, 3, 4, 4), 0.5).shape
+        torch.Size([2, 3, 4, 4])
+    """
     return dropout_from("dropout2d", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None, global_shape=None,
-              global_start=None):
-    """torch.nn.functional.dropout3d: one decision per (n, c) of an (N, C, D, H, W) input, or per channel of
-    (C, D, H, W)."""
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+              generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.functional.dropout3d``: one decision per (n, c) of an (N, C, D, H, W) input, or per
+    channel of a (C, D, H, W) one.
+
+    Args:
+        input (Tensor): a float (N, C, D, H, W) or (C, D, H, W) tensor.
+        p (float): the probability of dropping, in [0, 1].
+        training (bool): apply it (else return input, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.dropout3d(torch.ones(2, 3, 2, 2, 2), 0.5).shape
+        torch.Size([2, 3, 2, 2, 2])
+    """
     return dropout_from("dropout3d", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None,
-                  global_start=None):
-    """torch.nn.functional.alpha_dropout (note: training defaults to False, as in torch)."""
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False, *,
+                  generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.functional.alpha_dropout``: dropout that keeps a SELU network's zero mean and unit
+    variance (dropped units take SELU's negative saturation value, then an affine map). As in torch, training
+    defaults to False.
+
+    Args:
+        input (Tensor): a float tensor.
+        p (float): the probability of dropping, in [0, 1].
+        training (bool): apply it (else return input, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.alpha_dropout(torch.ones(3), 0.5)
+        tensor([1., 1., 1.])
+    """
     return dropout_from("alpha_dropout", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
 
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False, *, generator=None, global_shape=None,
-                          global_start=None):
-    """torch.nn.functional.feature_alpha_dropout: alpha dropout with one decision per (n, c)."""
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False, *,
+                          generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.nn.functional.feature_alpha_dropout``: alpha dropout with one decision per (n, c).
+    As in torch, training defaults to False.
+
+    Args:
+        input (Tensor): a float tensor of at least 2 dims (N, C, ...).
+        p (float): the probability of dropping, in [0, 1].
+        training (bool): apply it (else return input, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+
+    Example::
+
+        >>> torch_rngx.feature_alpha_dropout(torch.ones(2, 3, 4), 0.5, training=True).shape
+        torch.Size([2, 3, 4])
+    """
     return dropout_from("feature_alpha_dropout", input, p, training, inplace,
                         owner_of(generator), (global_shape, global_start))
 
@@ -140,7 +364,7 @@ def dropout_from(kind, x, p, training, inplace, owner, view=(None, None)):
     generator), under the global view (global_shape, global_start) if given. Draws nothing when not training
     or x is empty, as torch."""
     _checks.float_tensor(x, "input")
-    p = _checks.probability(p)
+    p = _checks.dropout_probability(p)
     view = _checks.global_view(x.shape, *view)
     if not isinstance(training, bool) or not isinstance(inplace, bool):
         raise TypeError(f"training and inplace must be bools, got {type(training).__name__} and "
@@ -168,7 +392,7 @@ def _channel(kind, x, p, training, owner, view):
     if not training:
         return x
     if x.dim() < 2:
-        raise RuntimeError(f"{kind}: channel dropout needs at least 2 dims (batch, channel), got a {x.dim()}D input")
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")  # torch's message
     n, c = x.shape[:2] if view[0] is None else view[0][:2]
     key = key_for(x, owner, n * c, x.dtype)
     if kind == "feature_alpha_dropout":
