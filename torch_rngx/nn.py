@@ -1,15 +1,18 @@
 """Modules: drop-in replacements for torch.nn's dropout family, RNG (a stream position held as model state), and
-convert(), which swaps torch's dropout modules in a model for these."""
+convert(), which swaps torch's dropout modules in a model for these and routes the random calls of its forward."""
+from typing import NamedTuple
+
 import torch
 
 from . import _checks
 from . import _init as init
 from .functional import fold_in, key
-from .generator import RNG, check_state_buffer, owner_of
+from ._mode import ROUTED, mode
+from .generator import RNG, Generator, check_state_buffer, owner_of
 from .random import dropout_from
 
-__all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "convert",
-           "fold_in_"]
+__all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+           "Converted", "convert", "fold_in_"]
 
 
 class _DropoutNd(torch.nn.Module):
@@ -87,20 +90,36 @@ _REPLACEMENTS = {torch.nn.Dropout: Dropout, torch.nn.Dropout1d: Dropout1d, torch
                  torch.nn.FeatureAlphaDropout: FeatureAlphaDropout}
 
 
+class Converted(NamedTuple):
+    """What convert did. model: the converted model (the same object, or a new module when `model` itself was a
+    torch dropout module); replaced: the (name, torch class name) pairs swapped, in named_modules() order;
+    routed: the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's ROUTED),
+    empty with functional=False."""
+
+    model: torch.nn.Module
+    replaced: list
+    routed: tuple
+
+
 @torch.no_grad()
-def convert(model, *, seed=None, generator=None):
+def convert(model, *, seed=None, generator=None, functional=True, uncovered="warn"):
     """Replaces every torch.nn dropout module in `model` (Dropout, Dropout1d/2d/3d, AlphaDropout,
-    FeatureAlphaDropout) by torch_rngx's, in place, keeping p, inplace, the training mode and the module names;
-    returns the (name, torch class name) pairs it replaced, in model.named_modules() order.
+    FeatureAlphaDropout) by torch_rngx's, in place, keeping p, inplace, the training mode and the module names, and
+    (functional=True) runs model.forward under torch_rngx.mode, so the random calls forward makes itself
+    (F.dropout, attention's dropout_p, torch.rand, randn_like, ...) draw from torch_rngx streams too. Returns a
+    Converted(model, replaced, routed). Use its .model: when `model` is itself a torch dropout module it cannot be
+    replaced in place, and .model is a new torch_rngx module.
 
     Streams: seed=s gives each replaced module a stream of its own, saved in state_dict as `<name>.rng_state`
-    (the i-th replaced module starts at functional.fold_in(key(s), i)); generator= shares a Generator or nn.RNG;
-    neither draws from torch's default generator. state_dict keys stay those of the original model, plus the
-    rng_state buffers with seed=.
-
-    Functional calls inside forward() (F.dropout, attention's dropout_p) are not modules and stay torch's."""
+    (the i-th replaced module starts at functional.fold_in(key(s), i)), and forward's routed calls the stream
+    `rngx_state` of the model (fold_in(key(s), 2^64 - 1)), also in state_dict; generator= shares a Generator or
+    nn.RNG; neither draws from torch's default generator. Other state_dict keys stay the original model's.
+    uncovered= is torch_rngx.mode's, for random calls in forward that stay torch's."""
     if seed is not None and generator is not None:
         raise ValueError("pass seed= or generator=, not both")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    owner_of(generator)
     root = key(seed) if seed is not None else None
     replaced = []
     for name, module in list(model.named_modules()):
@@ -111,10 +130,46 @@ def convert(model, *, seed=None, generator=None):
         if root is not None:
             new.rng_state.copy_(fold_in(root, len(replaced)))
         new.train(module.training)
-        parent_name, _, attr = name.rpartition(".")
-        setattr(model.get_submodule(parent_name), attr, new.to(_device_of(model)))
+        new = new.to(_device_of(model))
         replaced.append((name, type(module).__name__))
-    return replaced
+        if not name:  # the root itself: a new module, which draws through its own stream (nothing to route)
+            return Converted(new, replaced, ())
+        parent_name, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(parent_name), attr, new)
+    if not functional:
+        return Converted(model, replaced, ())
+    if root is not None:
+        model.register_buffer("rngx_state", fold_in(root, _MODE_DATUM).to(_device_of(model)), persistent=True)
+        model.register_load_state_dict_pre_hook(_check_rngx_state)
+    inner = model.__dict__.get("forward")
+    model.forward = RoutedForward(model, None if root is not None else generator, uncovered,
+                                  inner.inner if isinstance(inner, RoutedForward) else inner)
+    return Converted(model, replaced, ROUTED)
+
+
+_MODE_DATUM = (1 << 64) - 1  # fold_in datum of the model's own stream, past any replaced module's index
+
+
+def _check_rngx_state(module, state_dict, prefix, *args):
+    check_state_buffer(state_dict, prefix + "rngx_state")
+
+
+class RoutedForward:
+    """model.forward as convert leaves it: the model's own forward run under torch_rngx.mode, drawing from the
+    model's `rngx_state` buffer (looked up on each call, so .to(), load_state_dict and deepcopy keep it), a shared
+    generator, or torch's default generator. An instance attribute of the model, so pickling and deepcopy keep it."""
+
+    def __init__(self, model, generator, uncovered, inner=None):
+        self.model, self.generator, self.uncovered, self.inner = model, generator, uncovered, inner
+
+    def __call__(self, *args, **kwargs):
+        model = self.model
+        state = model._buffers.get("rngx_state")
+        generator = self.generator if state is None else Generator.on(state)
+        with mode(generator=generator, uncovered=self.uncovered):
+            if self.inner is not None:
+                return self.inner(*args, **kwargs)
+            return type(model).forward(model, *args, **kwargs)
 
 
 def _device_of(model):
@@ -138,4 +193,5 @@ def fold_in_(module, data):
 def _is_stream(module, name):
     owner_name, _, attr = name.rpartition(".")
     owner = module.get_submodule(owner_name)
-    return (isinstance(owner, RNG) and attr == "state") or (isinstance(owner, _DropoutNd) and attr == "rng_state")
+    return ((isinstance(owner, RNG) and attr == "state") or (isinstance(owner, _DropoutNd) and attr == "rng_state")
+            or (attr == "rngx_state" and isinstance(owner.__dict__.get("forward"), RoutedForward)))
