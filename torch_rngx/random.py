@@ -69,6 +69,7 @@ def exponential_like(x, rate=1.0, *, generator=None, dtype=None, global_shape=No
     """Exp(rate) shaped, strided and placed like torch.empty_like(x, dtype=dtype) (functional.exponential's values
     with a drawn key); Tensor.exponential_'s distribution. Not differentiable."""
     _checks.strided(x, "x")
+    _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
     params = _checks.for_exponential(x, _any_key(x), rate, dtype, global_shape, global_start)
     return draw("exponential", x, owner_of(generator), x.dtype if dtype is None else dtype, *params)
 
@@ -87,6 +88,7 @@ def randperm(n, *, generator=None, dtype=torch.int64, device="cpu"):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """torch.multinomial (functional.multinomial's values with a drawn key); advances the Generator by
     blocks_used(rows * categories * (num_samples if replacement else 1), input.dtype, "multinomial")."""
+    _checks.float_tensor(input, "input")
     _, draws, _ = _checks.for_multinomial(input, _any_key(input), num_samples, replacement)
     key = key_for(input, owner_of(generator), input.numel() * draws, torch.float64)
     return functional.multinomial(input, key, num_samples, replacement)
