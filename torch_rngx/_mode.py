@@ -194,6 +194,30 @@ def _init_kaiming_uniform(g, tensor, a=0, mode="fan_in", nonlinearity="leaky_rel
     return _init_uniform(g, tensor, -bound, bound, generator)
 
 
+def _randperm(g, n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    if not _plain(dict(generator=generator, out=out, layout=layout, pin_memory=pin_memory)):
+        return None
+    return _created(rr.randperm(n, generator=g, dtype=dtype or torch.int64, device=device or "cpu"), requires_grad)
+
+
+def _multinomial(g, input, num_samples, replacement=False, *, generator=None, out=None):
+    if generator is not None or out is not None:
+        return None
+    return rr.multinomial(input, num_samples, replacement, generator=g)
+
+
+def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """torch's formula with the Gumbel noise -log(E), E ~ Exp(1) from exponential_like."""
+    gumbels = -rr.exponential_like(logits, generator=g).log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = torch.zeros_like(logits, memory_format=torch.legacy_contiguous_format).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 _ROUTES = {
     torch.rand: _creation(rr.rand_like), torch.randn: _creation(rr.randn_like), torch.randint: _randint,
     torch.rand_like: _like_route(rr.rand_like), torch.randn_like: _like_route(rr.randn_like),
@@ -203,6 +227,9 @@ _ROUTES = {
     torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: rr.normal_like(t, mean, std, generator=g)),
     torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
     torch.Tensor.random_: _in_place(_random_fill),
+    torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
+    torch.randperm: _randperm, torch.multinomial: _multinomial, torch.Tensor.multinomial: _multinomial,
+    TF.gumbel_softmax: _gumbel_softmax,
     TF.dropout: _dropout(rr.dropout), TF.dropout1d: _dropout(rr.dropout1d), TF.dropout2d: _dropout(rr.dropout2d),
     TF.dropout3d: _dropout(rr.dropout3d), TF.alpha_dropout: _dropout(rr.alpha_dropout),
     TF.feature_alpha_dropout: _dropout(rr.feature_alpha_dropout),
@@ -228,11 +255,9 @@ _TENSOR_METHODS = {getattr(torch.Tensor, n) for n in ("bernoulli", "bernoulli_",
 ROUTED = tuple(sorted({_name(f) for f in _ROUTES} | {"torch.nn.init.trunc_normal_"}))
 
 # Random calls that stay torch's: never silent (uncovered=).
-_UNCOVERED = {torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_, torch.Tensor.exponential_,
-              torch.poisson, torch.binomial, torch.multinomial, torch.Tensor.multinomial, torch.randperm,
-              torch.rrelu, torch.rrelu_, torch._standard_gamma, torch._sample_dirichlet,
-              TF.gumbel_softmax, TF.fractional_max_pool2d, TF.fractional_max_pool3d, TF.rrelu, TF.rrelu_,
-              torch.nn.init.orthogonal_, torch.nn.init.sparse_}
+_UNCOVERED = {torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_, torch.poisson, torch.binomial,
+              torch.rrelu, torch.rrelu_, torch._standard_gamma, torch._sample_dirichlet, TF.fractional_max_pool2d,
+              TF.fractional_max_pool3d, TF.rrelu, TF.rrelu_}
 UNCOVERED = tuple(sorted({_name(f) for f in _UNCOVERED}))
 
 

@@ -1,5 +1,6 @@
 """Modules: drop-in replacements for torch.nn's dropout family, RNG (a stream position held as model state), and
 convert(), which swaps torch's dropout modules in a model for these and routes the random calls of its forward."""
+import functools
 from typing import NamedTuple
 
 import torch
@@ -141,9 +142,8 @@ def convert(model, *, seed=None, generator=None, functional=True, uncovered="war
     if root is not None:
         model.register_buffer("rngx_state", fold_in(root, _MODE_DATUM).to(_device_of(model)), persistent=True)
         model.register_load_state_dict_pre_hook(_check_rngx_state)
-    inner = model.__dict__.get("forward")
-    model.forward = RoutedForward(model, None if root is not None else generator, uncovered,
-                                  inner.inner if isinstance(inner, RoutedForward) else inner)
+    inner = _routed(model).args[3] if _routed(model) else model.__dict__.get("forward")
+    model.forward = functools.partial(routed_forward, model, None if root is not None else generator, uncovered, inner)
     return Converted(model, replaced, ROUTED)
 
 
@@ -154,22 +154,21 @@ def _check_rngx_state(module, state_dict, prefix, *args):
     check_state_buffer(state_dict, prefix + "rngx_state")
 
 
-class RoutedForward:
-    """model.forward as convert leaves it: the model's own forward run under torch_rngx.mode, drawing from the
-    model's `rngx_state` buffer (looked up on each call, so .to(), load_state_dict and deepcopy keep it), a shared
-    generator, or torch's default generator. An instance attribute of the model, so pickling and deepcopy keep it."""
+def routed_forward(model, generator, uncovered, inner, *args, **kwargs):
+    """model.forward as convert leaves it (a functools.partial of this, an instance attribute of the model, so
+    pickling, deepcopy and torch.export keep it): the model's own forward under torch_rngx.mode, drawing from the
+    model's `rngx_state` buffer (looked up on each call, so .to() and load_state_dict keep it), a shared generator,
+    or torch's default generator."""
+    state = model._buffers.get("rngx_state")
+    with mode(generator=generator if state is None else Generator.on(state), uncovered=uncovered):
+        if inner is not None:
+            return inner(*args, **kwargs)
+        return type(model).forward(model, *args, **kwargs)
 
-    def __init__(self, model, generator, uncovered, inner=None):
-        self.model, self.generator, self.uncovered, self.inner = model, generator, uncovered, inner
 
-    def __call__(self, *args, **kwargs):
-        model = self.model
-        state = model._buffers.get("rngx_state")
-        generator = self.generator if state is None else Generator.on(state)
-        with mode(generator=generator, uncovered=self.uncovered):
-            if self.inner is not None:
-                return self.inner(*args, **kwargs)
-            return type(model).forward(model, *args, **kwargs)
+def _routed(model):
+    forward = model.__dict__.get("forward")
+    return forward if isinstance(forward, functools.partial) and forward.func is routed_forward else None
 
 
 def _device_of(model):
@@ -194,4 +193,4 @@ def _is_stream(module, name):
     owner_name, _, attr = name.rpartition(".")
     owner = module.get_submodule(owner_name)
     return ((isinstance(owner, RNG) and attr == "state") or (isinstance(owner, _DropoutNd) and attr == "rng_state")
-            or (attr == "rngx_state" and isinstance(owner.__dict__.get("forward"), RoutedForward)))
+            or (attr == "rngx_state" and _routed(owner) is not None))

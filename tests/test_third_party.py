@@ -1,0 +1,58 @@
+"""Models we did not write, after one nn.convert(model, seed=s), train bitwise the same compiled as eager: Hugging Face
+BERT with attention dropout (eager and SDPA attention) and ConvNeXt with stochastic depth, built from tiny configs
+(nothing is downloaded). Before convert, torch's own randomness makes them differ (the control)."""
+import copy
+
+import pytest
+import torch
+
+import torch_rngx
+
+transformers = pytest.importorskip("transformers")
+
+
+def _bert(attention):
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.1,
+                                     attention_probs_dropout_prob=0.2, attn_implementation=attention)
+    torch.manual_seed(0)
+    model = transformers.BertForMaskedLM(config).train()
+    ids = torch.randint(0, 64, (4, 12), generator=torch.Generator().manual_seed(1))
+    return model, {"input_ids": ids, "labels": ids}
+
+
+def _convnext():
+    config = transformers.ConvNextConfig(num_channels=3, hidden_sizes=[8, 16], depths=[2, 2], num_stages=2,
+                                         drop_path_rate=0.3, num_labels=5, image_size=32)
+    torch.manual_seed(0)
+    model = transformers.ConvNextForImageClassification(config).train()
+    pixels = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    return model, {"pixel_values": pixels, "labels": torch.tensor([0, 1, 2, 3])}
+
+
+def _losses(model, batch, compiled, steps=3):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = torch.compile(model, fullgraph=True) if compiled else model
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = step(**batch).loss
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return torch.stack(losses)
+
+
+@pytest.mark.parametrize("build", [lambda: _bert("eager"), lambda: _bert("sdpa"), _convnext],
+                         ids=["bert_eager_attention", "bert_sdpa", "convnext_drop_path"])
+def test_converted_model_trains_bitwise_compiled_as_eager(build):
+    torch._dynamo.reset()
+    model, batch = build()
+    converted = torch_rngx.nn.convert(model, seed=1234)
+    assert converted.model is model and "torch.rand" in converted.routed
+    twin = copy.deepcopy(model)
+    with torch._inductor.config.patch(layout_optimization=False):
+        eager, compiled = _losses(model, batch, False), _losses(twin, batch, True)
+    assert torch.equal(eager, compiled), (eager - compiled).abs().max()
+    assert torch.equal(model.rngx_state, twin.rngx_state) and model.rngx_state[1] > 0
+    assert len(set(eager.tolist())) == 3
