@@ -1,14 +1,13 @@
 """Models we did not write, after one nn.convert(model, seed=s), train bitwise the same compiled as eager: Hugging Face
 BERT with attention dropout (eager and SDPA attention) and ConvNeXt with stochastic depth, built from tiny configs
-(nothing is downloaded). Before convert, torch's own randomness makes them differ (the control)."""
+(nothing is downloaded)."""
 import copy
 
 import pytest
 import torch
+import transformers  # installed by the Makefile's venv rule
 
 import torch_rngx
-
-transformers = pytest.importorskip("transformers")
 
 
 def _bert(attention):

@@ -155,6 +155,25 @@ def _dropout(fn):
     return route
 
 
+@torch.library.custom_op("rngx_mode::softmax", mutates_args=())
+def _softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """torch.softmax as one opaque op under torch.compile: Inductor runs torch's kernel instead of generating its
+    own, whose sums round differently, so compiled attention weights are eager's bit for bit."""
+    return torch.softmax(x, dim)
+
+
+@torch.library.custom_op("rngx_mode::softmax_backward", mutates_args=())
+def _softmax_backward(grad: torch.Tensor, out: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch._softmax_backward_data(grad, out, dim, out.dtype)
+
+
+_softmax.register_fake(lambda x, dim: torch.empty_like(x))
+_softmax_backward.register_fake(lambda grad, out, dim: torch.empty_like(out))
+_softmax.register_autograd(lambda ctx, grad: (_softmax_backward(grad, ctx.out, ctx.dim), None),
+                           setup_context=lambda ctx, inputs, output: setattr(ctx, "out", output) or setattr(
+                               ctx, "dim", inputs[1]))
+
+
 def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Math attention with our dropout on the probabilities: materialises the (L, S) weights, so it costs what
     torch's math backend costs. dropout_p == 0 draws nothing and stays torch's (fused kernels included)."""
@@ -172,7 +191,8 @@ def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
         scores = scores.masked_fill(~causal, float("-inf"))
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-    return rr.dropout(scores.softmax(-1), dropout_p, generator=g) @ value
+    weights = _softmax(scores, -1) if torch.compiler.is_compiling() else scores.softmax(-1)
+    return rr.dropout(weights, dropout_p, generator=g) @ value
 
 
 def _init_uniform(g, tensor, a=0.0, b=1.0, generator=None):
