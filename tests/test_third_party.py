@@ -1,6 +1,6 @@
-"""Models we did not write, after one nn.convert(model, seed=s), train bitwise the same compiled as eager: Hugging Face
-BERT with attention dropout (eager and SDPA attention) and ConvNeXt with stochastic depth, built from tiny configs
-(nothing is downloaded)."""
+"""Models we did not write, after one nn.convert(model, seed=s), train the same compiled as eager: Hugging Face BERT
+with attention dropout (eager and SDPA attention) and ConvNeXt with stochastic depth, built from tiny configs (nothing
+is downloaded)."""
 import copy
 
 import pytest
@@ -29,9 +29,9 @@ def _convnext():
     return model, {"pixel_values": pixels, "labels": torch.tensor([0, 1, 2, 3])}
 
 
-def _losses(model, batch, compiled, steps=3):
+def _losses(model, batch, backend, steps=3):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    step = torch.compile(model, fullgraph=True) if compiled else model
+    step = torch.compile(model, fullgraph=True, backend=backend) if backend else model
     losses = []
     for _ in range(steps):
         opt.zero_grad()
@@ -42,16 +42,35 @@ def _losses(model, batch, compiled, steps=3):
     return torch.stack(losses)
 
 
-@pytest.mark.parametrize("build", [lambda: _bert("eager"), lambda: _bert("sdpa"), _convnext],
-                         ids=["bert_eager_attention", "bert_sdpa", "convnext_drop_path"])
-def test_converted_model_trains_bitwise_compiled_as_eager(build):
+MODELS = {"bert_eager_attention": lambda: _bert("eager"), "bert_sdpa": lambda: _bert("sdpa"),
+          "convnext_drop_path": _convnext}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_converted_model_trains_bitwise_compiled_as_eager(name):
+    """The whole training step captured by torch.compile (fullgraph, AOTAutograd) and run with eager kernels gives
+    eager's losses bit for bit: every random call inside the models is routed, compiled as eager."""
     torch._dynamo.reset()
-    model, batch = build()
+    model, batch = MODELS[name]()
     converted = torch_rngx.nn.convert(model, seed=1234)
     assert converted.model is model and "torch.rand" in converted.routed
     twin = copy.deepcopy(model)
-    with torch._inductor.config.patch(layout_optimization=False):
-        eager, compiled = _losses(model, batch, False), _losses(twin, batch, True)
+    eager, compiled = _losses(model, batch, None), _losses(twin, batch, "aot_eager")
     assert torch.equal(eager, compiled), (eager - compiled).abs().max()
     assert torch.equal(model.rngx_state, twin.rngx_state) and model.rngx_state[1] > 0
     assert len(set(eager.tolist())) == 3
+
+
+@pytest.mark.parametrize("name", ["bert_sdpa", "convnext_drop_path"])
+def test_converted_model_under_inductor(name):
+    """Inductor's own float math (layer norm, GELU, fused divisions) may round differently from eager's in the last
+    bit (docs/guarantees.md, "Not promised"); the draws are the same, so the losses agree to rounding, where torch's
+    own randomness made them differ by ~1e-2."""
+    torch._dynamo.reset()
+    model, batch = MODELS[name]()
+    torch_rngx.nn.convert(model, seed=99)
+    twin = copy.deepcopy(model)
+    with torch._inductor.config.patch(layout_optimization=False):
+        eager, compiled = _losses(model, batch, None), _losses(twin, batch, "inductor")
+    assert torch.allclose(eager, compiled, rtol=1e-5, atol=0)
+    assert torch.equal(model.rngx_state, twin.rngx_state)

@@ -103,9 +103,10 @@ def _ints(like, low, high, dtype, g, requires_grad=False):
 def _randint_like(g, input, *args, **kwargs):
     if not _plain(kwargs):
         return None
-    low, high = (0, args[0]) if len(args) == 1 else args if args else (kwargs.pop("low", 0), kwargs.pop("high"))
     if "high" in kwargs:
         low, high = (args[0] if args else kwargs.pop("low", 0)), kwargs.pop("high")
+    else:
+        low, high = (0, args[0]) if len(args) == 1 else args
     like = _like(input, {**kwargs, "dtype": None})
     return _ints(like, low, high, kwargs.get("dtype") or input.dtype, g, kwargs.get("requires_grad", False))
 
