@@ -35,7 +35,8 @@ def run(budget=0.6):
         model = _encoder()
         stepped = torch.compile(model, fullgraph=True) if compiled else model
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-        steps = {"with": _step(stepped, tokens, opt, torch_rngx.Generator(0)), "without": _step(stepped, tokens, opt, None)}
+        steps = {"with": _step(stepped, tokens, opt, torch_rngx.Generator(0)),
+                 "without": _step(stepped, tokens, opt, None)}
         times = {k: [] for k in steps}
         for _ in range(3):  # interleaved, so load on the machine hits both alike
             for k, f in steps.items():

@@ -49,9 +49,8 @@ def _created(out, requires_grad):
     return out.requires_grad_() if requires_grad else out
 
 
-def _new(size, kwargs, dtype=None):
-    return torch.empty(size, dtype=kwargs.get("dtype") or dtype or torch.get_default_dtype(),
-                       device=kwargs.get("device"))
+def _new(size, kwargs):
+    return torch.empty(size, dtype=kwargs.get("dtype") or torch.get_default_dtype(), device=kwargs.get("device"))
 
 
 def _like(x, kwargs):
@@ -175,6 +174,10 @@ _softmax.register_autograd(lambda ctx, grad: (_softmax_backward(grad, ctx.out, c
                                ctx, "dim", inputs[1]))
 
 
+def _softmax_of(x, dim):
+    return _softmax(x, dim) if torch.compiler.is_compiling() else x.softmax(dim)
+
+
 def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Math attention with our dropout on the probabilities: materialises the (L, S) weights, so it costs what
     torch's math backend costs. dropout_p == 0 draws nothing and stays torch's (fused kernels included)."""
@@ -192,7 +195,7 @@ def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
         scores = scores.masked_fill(~causal, float("-inf"))
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-    weights = _softmax(scores, -1) if torch.compiler.is_compiling() else scores.softmax(-1)
+    weights = _softmax_of(scores, -1)
     return rr.dropout(weights, dropout_p, generator=g) @ value
 
 
@@ -231,7 +234,7 @@ def _multinomial(g, input, num_samples, replacement=False, *, generator=None, ou
 def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """torch's formula with the Gumbel noise -log(E), E ~ Exp(1) from exponential_like."""
     gumbels = -rr.exponential_like(logits, generator=g).log()
-    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    y_soft = _softmax_of((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
     index = y_soft.max(dim, keepdim=True)[1]
