@@ -17,9 +17,14 @@ C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(w
 
 all: build
 
+# transformers (~150 MB with its dependencies, no torch pin of its own): tests/test_third_party.py trains tiny BERT and
+# ConvNeXt models built from configs, nothing downloaded. Installed with torch pinned in the same command.
+TRANSFORMERS_VERSION ?= 5.23.0
+
 $(VENV)/.stamp:
 	$(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy pytest hypothesis matplotlib scipy
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy pytest hypothesis matplotlib scipy \
+	  "transformers==$(TRANSFORMERS_VERSION)"
 	touch $@
 
 setup: $(VENV)/.stamp

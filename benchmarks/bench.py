@@ -26,6 +26,7 @@ import torch.nn.functional as F
 import dists
 import dropout_family
 import global_view
+import mode
 import per_call
 import torch_rngx
 from torch_rngx import _C
@@ -309,12 +310,15 @@ def main():
     dists.print_table(distributions)
     views = global_view.run(budget=args.budget)
     global_view.print_table(views)
+    mode_rows = mode.run(budget=args.budget)
+    mode.print_table(mode_rows)
 
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
                    "philox_paths": paths, "results": results, "reused_memory_results": reused,
                    "dropout_saved_bytes": saved, "targets": goals, "per_call": calls,
-                   "dropout_family": family, "distributions": distributions, "global_view": views}, f, indent=1)
+                   "dropout_family": family, "distributions": distributions, "global_view": views,
+                   "mode": mode_rows}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
     print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 

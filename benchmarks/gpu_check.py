@@ -136,6 +136,7 @@ FLOAT_OPS = {  # name -> fn(x, state)
                                                      if x.dim() else torch.tensor(0.4, device=x.device)),
     "randint int64": lambda x, st: F.randint(x, st, -7, 2**62 + 5),
     "randint int8": lambda x, st: F.randint(x, st, -100, 27, dtype=torch.int8),
+    "exponential": lambda x, st: F.exponential(x, st, 1.5),
 }
 
 

@@ -181,6 +181,47 @@ inline rngx_params truncnorm_params(double mean, double std, double a, double b,
   return p;
 }
 
+// exponential: rate finite and > 0 (values are E / rate, in double for every dtype).
+inline rngx_params exponential_params(double rate) {
+  STD_TORCH_CHECK(std::isfinite(rate) && rate > 0, "rngx.exponential: rate must be finite and > 0, got ", rate);
+  return rngx_exponential_params(rate);
+}
+
+// multinomial's race: float64 weights (*R, C), contiguous, C >= 1, on the state's device; draws and need >= 1.
+// Returns the output's shape (*R, draws, C).
+inline std::vector<int64_t> race_shape(const Tensor& weights, int64_t draws, int64_t need) {
+  STD_TORCH_CHECK(weights.defined(), "rngx.race: weights must be a tensor, got None");
+  STD_TORCH_CHECK(weights.scalar_type() == ScalarType::Double, "rngx.race: weights must be float64");
+  STD_TORCH_CHECK(weights.dim() >= 1 && weights.dim() < RNGX_MAX_DIMS && weights.size(weights.dim() - 1) >= 1,
+                  "rngx.race: weights must have shape (*R, C) with C >= 1 and fewer than ", RNGX_MAX_DIMS, " dims");
+  STD_TORCH_CHECK(weights.is_contiguous(), "rngx.race: weights must be contiguous");
+  STD_TORCH_CHECK(draws >= 1 && need >= 1, "rngx.race: draws and need must be >= 1, got ", draws, " and ", need);
+  STD_TORCH_CHECK(need <= weights.size(weights.dim() - 1), "rngx.race: need (", need, ") exceeds the ",
+                  weights.size(weights.dim() - 1), " categories");
+  std::vector<int64_t> size(weights.sizes().begin(), weights.sizes().end());
+  size.insert(size.end() - 1, draws);
+  return size;
+}
+
+// The race's job: out (*R, draws, C) contiguous, weights read in place with stride 0 across draws. `strides`
+// holds both operands' strides and must outlive the job.
+inline rngx_job race_job(const KeyLayout& keys, const Tensor& out, const Tensor& weights,
+                         std::array<int64_t, 2 * RNGX_MAX_DIMS>& strides) {
+  const int64_t nd = out.dim();
+  for (int64_t d = 0; d < nd; ++d) {
+    strides[d] = out.stride(d);
+    strides[RNGX_MAX_DIMS + d] = d < nd - 2 ? weights.stride(d) : d == nd - 2 ? 0 : weights.stride(d - 1);
+  }
+  rngx_job job{};
+  job.keys = keys.keys;
+  job.dtype = RNGX_FLOAT64;
+  job.ndim = static_cast<int>(nd);
+  job.sizes = out.sizes().data();
+  job.out = {out.mutable_data_ptr(), strides.data()};
+  job.in = {const_cast<void*>(weights.const_data_ptr()), strides.data() + RNGX_MAX_DIMS};
+  return job;
+}
+
 // randint's output types, and [low, high) within the type: high - 1 <= max, low >= min.
 inline rngx_dtype randint_dtype(ScalarType t) {
   STD_TORCH_CHECK(t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short || t == ScalarType::Int ||

@@ -33,6 +33,10 @@ constexpr const char* kSchemas[] = {
     // p: like's shape (broadcast, stride 0 allowed) and dtype
     "bernoulli_tensor(Tensor like, Tensor state, Tensor p, " RNGX_VIEW ") -> Tensor",
     "randint(Tensor like, Tensor state, int low, int high, ScalarType dtype, " RNGX_VIEW ") -> Tensor",
+    "exponential(Tensor like, Tensor state, float rate, ScalarType? dtype=None, " RNGX_VIEW ") -> Tensor",
+    // multinomial's race: weights (*R, C) float64 -> E / w of shape (*R, draws, C); each row needs `need`
+    // positive weights
+    "race(Tensor weights, Tensor state, int draws, int need) -> Tensor",
     "split(Tensor state, int num) -> Tensor",
     "fold_in(Tensor state, Tensor data) -> Tensor",
     // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place.

@@ -206,6 +206,45 @@ Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType 
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_randint(job, &params, begin, end); });
 }
 
+Tensor exponential(Tensor like, Tensor state, double rate, std::optional<ScalarType> dtype, GlobalArg global_shape,
+                   GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = exponential_params(rate);
+  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_exponential(job, &params, begin, end); });
+}
+
+// Every weight finite and >= 0, and at least `need` of each row's positive: torch.multinomial's value checks,
+// made before any draw (on the CPU only: on CUDA the values are not read on the host).
+void check_weights(const Tensor& weights, int64_t need) {
+  const auto* w = static_cast<const double*>(weights.const_data_ptr());
+  const int64_t c = weights.size(weights.dim() - 1), rows = weights.numel() / c;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t positive = 0;
+    for (int64_t i = r * c; i < (r + 1) * c; ++i) {
+      STD_TORCH_CHECK(std::isfinite(w[i]) && w[i] >= 0, "rngx.race: weights must be finite and >= 0, got ", w[i]);
+      positive += w[i] > 0;
+    }
+    STD_TORCH_CHECK(positive >= need, "rngx.race: row ", r, " of weights has ", positive,
+                    " positive weights, fewer than need = ", need);
+  }
+}
+
+Tensor race(Tensor weights, Tensor state, int64_t draws, int64_t need) {
+  check_cpu_state(state);
+  check_input(weights, "weights");
+  const std::vector<int64_t> size = race_shape(weights, draws, need);
+  check_weights(weights, need);
+  Tensor out = torch::stable::new_empty(weights, size);
+  const KeyLayout keys = keys_for(state, out, std::nullopt, std::nullopt);
+  std::array<int64_t, 2 * RNGX_MAX_DIMS> strides{};
+  const rngx_job job = race_job(keys, out, weights, strides);
+  run_parallel(out, [&](int64_t b, int64_t e) { rngx_race(&job, b, e); });
+  return out;
+}
+
 Tensor split(Tensor state, int64_t num) {
   check_cpu_state(state);
   STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
@@ -239,6 +278,8 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
   m.impl("bernoulli", TORCH_BOX(&bernoulli));
   m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
   m.impl("randint", TORCH_BOX(&randint));
+  m.impl("exponential", TORCH_BOX(&exponential));
+  m.impl("race", TORCH_BOX(&race));
   m.impl("split", TORCH_BOX(&split));
   m.impl("fold_in", TORCH_BOX(&fold_in));
   m.impl("uniform_from_", TORCH_BOX(&uniform_from_));

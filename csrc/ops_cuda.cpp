@@ -155,6 +155,30 @@ Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType 
                    [&](const rngx_job* job, void* stream) { return rngx_cuda_randint(job, stream, &params); });
 }
 
+Tensor exponential(Tensor like, Tensor state, double rate, std::optional<ScalarType> dtype, GlobalArg global_shape,
+                   GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = exponential_params(rate);
+  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.exponential",
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_exponential(job, stream, &params); });
+}
+
+// The weights' values are not read on the host here (that would synchronize): a zero, negative or NaN weight
+// never wins, and a row without a positive weight gives category 0 (docs/cuda.md).
+Tensor race(Tensor weights, Tensor state, int64_t draws, int64_t need) {
+  check_cuda_state(state, weights, "weights");
+  const std::vector<int64_t> size = race_shape(weights, draws, need);
+  const int32_t dev = weights.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor out = torch::stable::new_empty(weights, size);
+  const KeyLayout keys = keys_for(state, out, std::nullopt, std::nullopt);
+  std::array<int64_t, 2 * RNGX_MAX_DIMS> strides{};
+  const rngx_job job = race_job(keys, out, weights, strides);
+  check_launch(rngx_cuda_race(&job, current_stream(dev)), "rngx.race");
+  return out;
+}
+
 Tensor split(Tensor state, int64_t num) {
   check_state(state);
   STD_TORCH_CHECK(num >= 1, "rngx.split: num must be >= 1, got ", num);
@@ -194,6 +218,8 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CUDA, m) {
   m.impl("bernoulli", TORCH_BOX(&bernoulli));
   m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
   m.impl("randint", TORCH_BOX(&randint));
+  m.impl("exponential", TORCH_BOX(&exponential));
+  m.impl("race", TORCH_BOX(&race));
   m.impl("split", TORCH_BOX(&split));
   m.impl("fold_in", TORCH_BOX(&fold_in));
 }

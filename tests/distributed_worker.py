@@ -106,7 +106,7 @@ def stateless(mesh, pl, tag):
 
     p_full = torch.rand(SHAPE, generator=torch.Generator().manual_seed(2))
     for name, args in (("normal", (1.0, 2.0)), ("truncated_normal", ()), ("bernoulli", (0.3,)),
-                       ("randint", (-5, 9)), ("bernoulli, tensor p", (None,))):
+                       ("randint", (-5, 9)), ("bernoulli, tensor p", (None,)), ("exponential", (1.5,))):
         op = getattr(F, name.split(",")[0])
         got = (spread(p_full, mesh, pl),) if args == (None,) else args
         case(f"{tag} {name}", lambda op=op, name=name, got=got, want=(p_full,) if args == (None,) else args: check(

@@ -465,3 +465,50 @@ def randint_ref(shape, state, dtype, low, high):
     width = np.dtype(dtype).itemsize * 8
     return (out & np.uint64((1 << width) - 1) if width < 64 else out).astype(
         np.dtype("u%d" % (width // 8))).view(np.dtype(dtype)).reshape(shape)
+
+
+def exponential_e(w, dtype):
+    """E = -ln u (float64) with u in (0, 1): one word, u = (2 w + 1) 2^-33 and the short log; float64 two words,
+    u = (2 m + 1) 2^-53 with m = ((w0 & 0xFFFFF) << 32) | w1, and the full log."""
+    if dtype == "float64":
+        v = (w[:, 0] & np.uint64(0xFFFFF)).astype(np.float64) * 2.0**33 + (w[:, 1].astype(np.float64) * 2.0 + 1.0)
+        return -log_ref(v * 2.0**-53, True)
+    return -log_ref((w[:, 0].astype(np.float64) * 2.0 + 1.0) * 2.0**-33, False)
+
+
+def exponential_ref(shape, state, dtype, rate=1.0):
+    """E / rate in double, rounded to the dtype (through float32 for the 16-bit types), then a 0 raised to the
+    smallest positive value and an infinity lowered to the largest finite one; as bit patterns."""
+    q = exponential_e(element_words(shape, state, _k(dtype)), dtype) / rate
+    with np.errstate(over="ignore"):
+        bits = round_to_bits(q if dtype == "float64" else q.astype(np.float32), dtype)
+    inf = {"float64": 0x7FF0000000000000, "float32": 0x7F800000, "float16": 0x7C00, "bfloat16": 0x7F80}[dtype]
+    return np.where(bits == 0, 1, np.where(bits == inf, inf - 1, bits)).astype(bits.dtype)
+
+
+def race_ref(weights, state, draws):
+    """multinomial's scores for weights (*R, C) (float64 array): E / w of shape (*R, draws, C), E the float64
+    exponentials of that shape's stream; +inf where w <= 0, at most the largest double where w > 0."""
+    w = np.asarray(weights, dtype=np.float64)
+    shape = (*w.shape[:-1], draws, w.shape[-1])
+    e = exponential_e(element_words(shape, state, 2), "float64").reshape(shape)
+    w = w[..., None, :]
+    with np.errstate(over="ignore"):
+        q = np.minimum(e / np.where(w > 0, w, 1.0), np.finfo(np.float64).max)
+    return np.where(w > 0, q, np.inf)
+
+
+def multinomial_ref(weights, state, num_samples, replacement):
+    """Category indices (int64): with replacement, per sample the first argmin over categories of its scores;
+    without, the num_samples smallest scores of one draw, in increasing order, ties by index."""
+    if replacement:
+        return race_ref(weights, state, num_samples).argmin(axis=-1)
+    scores = race_ref(weights, state, 1)[..., 0, :]
+    return np.argsort(scores, axis=-1, kind="stable")[..., :num_samples]
+
+
+def randperm_ref(n, state):
+    """range(n) sorted by the 64-bit keys (w0 << 32) | w1 of each index, read as signed integers, ties by index."""
+    w = element_words((n,), state, 2)
+    keys = ((w[:, 0] << _32) | w[:, 1]).view(np.int64)
+    return np.argsort(keys, kind="stable")

@@ -37,6 +37,11 @@ def x32():
     return torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
 
 
+def w34():
+    """multinomial's weights: 3 rows of 4 positive categories."""
+    return torch.rand(3, 4, generator=torch.Generator().manual_seed(0)) + 0.1
+
+
 # Each maker returns a fresh wrong `state`: one per wrong kind.
 BAD_STATES = {
     "int32": lambda: good_state().int(),
@@ -125,12 +130,18 @@ def cases():
         "ops.bernoulli": lambda s: ops.bernoulli(x32(), s, 0.5),
         "ops.bernoulli_tensor": lambda s: ops.bernoulli_tensor(x32(), s, torch.full((3, 4), 0.5)),
         "ops.randint": lambda s: ops.randint(x32(), s, 0, 10, torch.int64),
+        "F.exponential": lambda s: F.exponential(x32(), s),
+        "ops.exponential": lambda s: ops.exponential(x32(), s, 1.0, None),
+        "F.randperm": lambda s: F.randperm(5, s),
+        "F.multinomial": lambda s: F.multinomial(w34(), s, 2),
+        "ops.race": lambda s: ops.race(w34().double(), s, 1, 1),
     }
     for fname, call in takes_state.items():
         for kind, make in BAD_STATES.items():
             raw = fname.startswith("ops.")
-            if kind in NOT_BROADCASTING and fname.split(".")[-1] in ("split", "fold_in", "take_", "set_state"):
-                continue  # any (*B, 2) state splits and folds; take_ and set_state: tests/test_keys.py
+            if kind in NOT_BROADCASTING and fname.split(".")[-1] in ("split", "fold_in", "take_", "set_state",
+                                                                     "randperm"):
+                continue  # any (*B, 2) state splits, folds and permutes; take_ and set_state: tests/test_keys.py
             if fname == "Generator.set_state":
                 g = torch_rngx.Generator(9)
                 s = make()
@@ -176,6 +187,12 @@ def cases():
         "ops.truncated_normal": (lambda x, s: ops.truncated_normal(x, s, 0.0, 1.0, -2.0, 2.0, None), "like"),
         "ops.bernoulli": (lambda x, s: ops.bernoulli(x, s, 0.5), "like"),
         "ops.randint": (lambda x, s: ops.randint(x, s, 0, 3, torch.int64), "like"),
+        "F.exponential": (lambda x, s: F.exponential(x, s), "like"),
+        "exponential_like": (lambda x, s: torch_rngx.exponential_like(x, 2.0), "x"),
+        "ops.exponential": (lambda x, s: ops.exponential(x, s, 1.0, None), "like"),
+        "F.multinomial": (lambda x, s: F.multinomial(x, s, 1), "input"),
+        "multinomial": (lambda x, s: torch_rngx.multinomial(x, 1, True), "input"),
+        "ops.race": (lambda x, s: ops.race(x, s, 1, 1), "weights"),
     }
     shape_only = ("F.randint", "randint_like", "ops.randint")  # any dtype's shape will do
     for fname, (call, argname) in takes_x.items():
@@ -183,7 +200,7 @@ def cases():
             raw = fname.startswith("ops.")
             if fname in shape_only and kind in ("int32", "int64", "bool", "uint8", "complex64"):
                 continue
-            if fname in ("ops.normal", "ops.truncated_normal") and kind in ("int32", "int64", "bool", "uint8", "complex64"):
+            if fname in ("ops.normal", "ops.truncated_normal", "ops.exponential") and kind in ("int32", "int64", "bool", "uint8", "complex64"):
                 names = ("dtype",)  # as ops.uniform: the output dtype defaults to like's
             elif fname == "ops.uniform" and kind in ("int32", "int64", "bool", "uint8", "complex64"):
                 names = ("dtype",)  # uniform only reads like's shape; the dtype it would produce is wrong
@@ -428,6 +445,87 @@ def cases():
         for mode in ("dequantize", "symbols"):
             add(f"quantize[{mode},means={kind}]", lambda m=means, mode=mode: torch_rngx.quantize(x32(), mode, m),
                 ("means",))
+
+    # ---- exponential's rate ----
+    for kind, rate in {"zero": 0.0, "neg": -1.0, "nan": math.nan, "inf": math.inf, "str": "1", "none": None,
+                       "bool": True, "huge_int": 10**400}.items():
+        for fname, call in {
+            "F.exponential": lambda r, s: F.exponential(x32(), s, r),
+            "exponential_like": lambda r, s: torch_rngx.exponential_like(x32(), r),
+            "ops.exponential": lambda r, s: ops.exponential(x32(), s, r, None),
+        }.items():
+            raw = fname.startswith("ops.")
+            if raw and kind in ("bool", "huge_int"):
+                continue  # the schema parser converts True to 1.0; 10**400 it rejects without naming the argument
+            s = good_state()
+            add(f"{fname}[rate={kind}]", lambda call=call, r=rate, s=s: call(r, s), ("rate",), RAW if raw else PUBLIC,
+                [s])
+    for kind, dt in {"int64": torch.int64, "bool": torch.bool}.items():
+        s = good_state()
+        add(f"F.exponential[dtype={kind}]", lambda d=dt, s=s: F.exponential(x32(), s, dtype=d), ("dtype",), PUBLIC, [s])
+        add(f"ops.exponential[dtype={kind}]", lambda d=dt, s=s: ops.exponential(x32(), s, 1.0, d), ("dtype",), RAW, [s])
+
+    # ---- randperm's n, dtype and device ----
+    for kind, (n, dt) in {"neg": (-1, torch.int64), "float": (2.5, torch.int64), "str": ("3", torch.int64),
+                          "none": (None, torch.int64), "bool": (True, torch.int64), "uint8_too_big": (257, torch.uint8),
+                          "float16_too_big": (2050, torch.float16)}.items():
+        s = good_state()
+        add(f"F.randperm[{kind}]", lambda n=n, d=dt, s=s: F.randperm(n, s, dtype=d), ("n",), PUBLIC, [s])
+        add(f"randperm[{kind}]", lambda n=n, d=dt: torch_rngx.randperm(n, dtype=d), ("n",))
+    for kind, dt in {"bool": torch.bool, "complex64": torch.complex64, "uint16": torch.uint16, "str": "int64"}.items():
+        s = good_state()
+        add(f"F.randperm[dtype={kind}]", lambda d=dt, s=s: F.randperm(4, s, dtype=d), ("dtype",), PUBLIC, [s])
+        add(f"randperm[dtype={kind}]", lambda d=dt: torch_rngx.randperm(4, dtype=d), ("dtype",))
+    s = good_state()
+    add("F.randperm[device=meta]", lambda s=s: F.randperm(4, s, device="meta"), ("device",), PUBLIC, [s])
+    add("randperm[device=meta]", lambda: torch_rngx.randperm(4, device="meta"), ("device",))
+    for kind, gen in {"torch.Generator": torch.Generator(), "int": 5}.items():
+        add(f"randperm[generator={kind}]", lambda gen=gen: torch_rngx.randperm(4, generator=gen), ("generator",))
+        add(f"multinomial[generator={kind}]", lambda gen=gen: torch_rngx.multinomial(w34(), 1, generator=gen),
+            ("generator",))
+
+    # ---- multinomial: torch.multinomial's error cases; the race op's own checks ----
+    bad_weights = {"negative": torch.tensor([0.5, -0.1, 1.0]), "nan": torch.tensor([0.5, math.nan]),
+                   "inf": torch.tensor([math.inf, 1.0]), "zero_row": torch.tensor([[1.0, 2.0], [0.0, 0.0]]),
+                   "3_dims": torch.ones(2, 2, 2), "0_dims": torch.tensor(1.0), "no_categories": torch.ones(3, 0)}
+    for kind, w in bad_weights.items():
+        for repl in (False, True):
+            s = good_state()
+            add(f"F.multinomial[input={kind},replacement={repl}]", lambda w=w, s=s, r=repl: F.multinomial(w, s, 1, r),
+                ("input",), PUBLIC, [s])
+            add(f"multinomial[input={kind},replacement={repl}]",
+                lambda w=w, r=repl: torch_rngx.multinomial(w, 1, r), ("input",))
+    s = good_state()
+    add("F.multinomial[too_few_positive]", lambda s=s: F.multinomial(torch.tensor([1.0, 0.0, 2.0]), s, 3),
+        ("input", "num_samples"), PUBLIC, [s])
+    for kind, (num, repl) in {"zero": (0, True), "neg": (-2, False), "float": (1.5, True), "str": ("2", True),
+                              "bool": (True, True), "above_categories": (5, False)}.items():
+        s = good_state()
+        add(f"F.multinomial[num_samples={kind}]", lambda n=num, r=repl, s=s: F.multinomial(w34(), s, n, r),
+            ("num_samples",), PUBLIC, [s])
+        add(f"multinomial[num_samples={kind}]", lambda n=num, r=repl: torch_rngx.multinomial(w34(), n, r),
+            ("num_samples",))
+    for kind, repl in {"int": 1, "str": "yes", "none": None}.items():
+        s = good_state()
+        add(f"F.multinomial[replacement={kind}]", lambda r=repl, s=s: F.multinomial(w34(), s, 1, r),
+            ("replacement",), PUBLIC, [s])
+    s = torch.zeros(4, 2, dtype=torch.int64)
+    add("F.multinomial[state=rows_mismatch]", lambda s=s: F.multinomial(w34(), s, 1), ("state",), PUBLIC, [s])
+    s = torch.zeros(3, 2, dtype=torch.int64)
+    add("F.multinomial[state=batched_1d_input]", lambda s=s: F.multinomial(w34()[0], s, 1), ("state",), PUBLIC, [s])
+    race_bad = {"negative": (torch.tensor([[0.5, -1.0]], dtype=torch.float64), 1, 1, "weights"),
+                "nan": (torch.tensor([[math.nan, 1.0]], dtype=torch.float64), 1, 1, "weights"),
+                "zero_row": (torch.tensor([[0.0, 0.0]], dtype=torch.float64), 1, 1, "weights"),
+                "float32": (torch.ones(2, 3), 1, 1, "weights"),
+                "noncontiguous": (torch.ones(3, 4, dtype=torch.float64).T, 1, 1, "weights"),
+                "no_categories": (torch.ones(3, 0, dtype=torch.float64), 1, 1, "weights"),
+                "draws_0": (torch.ones(2, 3, dtype=torch.float64), 0, 1, "draws"),
+                "need_0": (torch.ones(2, 3, dtype=torch.float64), 1, 0, "need"),
+                "need_above_categories": (torch.ones(2, 3, dtype=torch.float64), 1, 4, "need"),
+                "too_few_positive": (torch.tensor([[1.0, 0.0, 1.0]], dtype=torch.float64), 1, 3, "need")}
+    for kind, (w, draws, need, name) in race_bad.items():
+        s = good_state()
+        add(f"ops.race[{kind}]", lambda w=w, d=draws, n=need, s=s: ops.race(w, s, d, n), (name,), RAW, [s])
 
     # ---- blocks_used, the take_ step and seed_state ----
     for kind, n in {"negative": -1, "float": 1.5, "bool": True, "none": None, "str": "3"}.items():

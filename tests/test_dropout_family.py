@@ -308,7 +308,9 @@ def test_convert_keeps_names_modes_and_parameters():
     model = _encoder()
     model.layers[1].dropout.eval()
     keys_before = set(model.state_dict())
-    replaced = torch_rngx.nn.convert(model, seed=5)
+    converted = torch_rngx.nn.convert(model, seed=5, functional=False)
+    replaced = converted.replaced
+    assert converted.model is model and converted.routed == ()
     assert [n for n, _ in replaced] == [f"layers.{i}.dropout{s}" for i in range(2) for s in ("", "1", "2")]
     assert all(cls == "Dropout" for _, cls in replaced)
     assert set(model.state_dict()) == keys_before | {f"{n}.rng_state" for n, _ in replaced}

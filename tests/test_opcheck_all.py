@@ -14,11 +14,12 @@ def test_opcheck_all_passes_on_every_sample():
 def test_samples_cover_every_op_dtype_layout_and_state_kind():
     seen = {(op.name(), a[0].dtype if a and isinstance(a[0], torch.Tensor) else None) for op, a in samples()}
     for op in ("rngx::uniform", "rngx::quantize_noise", "rngx::dropout", "rngx::normal", "rngx::truncated_normal",
-               "rngx::bernoulli", "rngx::bernoulli_tensor"):
+               "rngx::bernoulli", "rngx::bernoulli_tensor", "rngx::exponential"):
         for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
             assert (op, dtype) in seen
     assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state", "rngx::take_", "rngx::split", "rngx::fold_in",
-                                          "rngx::uniform_from_", "rngx::quantize_noise_from_", "rngx::randint"}
+                                          "rngx::uniform_from_", "rngx::quantize_noise_from_", "rngx::randint",
+                                          "rngx::race"}
     state_first = ("rngx::split", "rngx::fold_in", "rngx::take_", "rngx::uniform_from_", "rngx::quantize_noise_from_")
     states = [a[0] if op.name() in state_first else a[1] for op, a in samples() if a]
     assert any(s.dim() > 1 for s in states), "no batched state"

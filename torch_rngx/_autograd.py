@@ -8,8 +8,9 @@
 
 kind and params: "uniform" (low, high, dtype), "noise" (half), "dropout" (p), "normal" (mean, std, dtype),
 "truncated_normal" (mean, std, a, b, dtype), "bernoulli" (p), "bernoulli_tensor" (p expanded to x's shape),
-"randint" (low, high, dtype). noise and dropout are linear in x with a derivative that needs only the key, so
-backward and jvp apply the same rule to a gradient or a tangent; the samplers (SAMPLERS) are not differentiable.
+"randint" (low, high, dtype), "exponential" (rate, dtype). noise and dropout are linear in x with a derivative
+that needs only the key, so backward and jvp apply the same rule to a gradient or a tangent; the samplers
+(SAMPLERS) are not differentiable.
 
 The Functions are what torch.func needs; elsewhere the ops are called directly, with the same math in their
 registered autograd formulas (_ops.py): torch.compile does not trace a custom jvp, and in plain eager code an
@@ -170,9 +171,10 @@ def _functions(kind, kernel):
 
 _KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.dropout, "normal": ops.normal,
             "truncated_normal": ops.truncated_normal, "bernoulli": ops.bernoulli,
-            "bernoulli_tensor": ops.bernoulli_tensor, "randint": ops.randint}
+            "bernoulli_tensor": ops.bernoulli_tensor, "randint": ops.randint, "exponential": ops.exponential}
 # Samples of a distribution: their output does not depend on x's values, so nothing is differentiable.
-SAMPLERS = frozenset(("uniform", "normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint"))
+SAMPLERS = frozenset(("uniform", "normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint",
+                      "exponential"))
 
 SAMPLE, DRAW, EAGER = {}, {}, {}
 for _kind, _kernel in _KERNELS.items():

@@ -416,3 +416,82 @@ def for_randint(like, key, low, high, dtype, global_shape=None, global_start=Non
         if not (lo <= low and high <= hi):
             raise ValueError(f"[low, high) = [{low}, {high}) does not fit {dtype}: low >= {lo} and high <= {hi} needed")
     return low, high, dtype, *view
+
+
+def for_exponential(like, key, rate, dtype, global_shape=None, global_start=None):
+    """rate: a finite number > 0 (values are E / rate in double, so any such rate works for every dtype)."""
+    _, view = float_like(like, key, dtype, global_shape, global_start)
+    rate = real(rate, "rate")
+    if not rate > 0:
+        raise ValueError(f"rate must be > 0, got {rate}")
+    return rate, dtype, *view
+
+
+# randperm's output dtypes and the largest n each holds: every value 0 .. n - 1 exact.
+RANDPERM_LIMITS = {torch.uint8: 1 << 8, torch.int8: 1 << 7, torch.int16: 1 << 15, torch.int32: 1 << 31,
+                   torch.int64: (1 << 63) - 1, torch.float16: (1 << 11) + 1, torch.bfloat16: (1 << 8) + 1,
+                   torch.float32: (1 << 24) + 1, torch.float64: (1 << 53) + 1}
+
+
+def for_randperm(n, key, dtype, device=None):
+    """n an int >= 0 that dtype holds; key (2,) or batched (*B, 2) (one permutation per key); device None or the
+    key's device (the permutation is made where its key is). Returns n."""
+    if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if dtype not in RANDPERM_LIMITS:
+        raise TypeError(f"dtype must be one of {', '.join(str(d) for d in RANDPERM_LIMITS)}, got {dtype}")
+    if isinstance(n, int) and not 0 <= n <= RANDPERM_LIMITS[dtype]:
+        raise ValueError(f"n must be in [0, {RANDPERM_LIMITS[dtype]}] for {dtype}, got {n}")
+    state(key)
+    if key.dim() > 1:
+        size([*key.shape[:-1], n], "the output's shape (*B, n)")
+    if device is not None:
+        want = torch.device(device)
+        if want.type != key.device.type or (want.index is not None and want != key.device):
+            raise ValueError(f"device is {want} but state is on {key.device}: randperm runs on its state's device")
+    return n
+
+
+def for_multinomial(probs, key, num_samples, replacement):
+    """torch.multinomial's argument rules: probs (`input`) 1-D (C,) or 2-D (R, C) float, C >= 1; num_samples >= 1,
+    at most C without replacement; key (2,), or (R, 2) for one key per row of a 2-D input. Returns the key as the
+    race takes it, then draws and need (rngx::race)."""
+    float_tensor(probs, "input")
+    if probs.dim() not in (1, 2):
+        raise ValueError(f"input must be 1-D or 2-D, got {probs.dim()} dims")
+    cats = probs.shape[-1]
+    if cats == 0:
+        raise ValueError("input must have at least one category (its last dim is 0)")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, torch.SymInt)):
+        raise TypeError(f"num_samples must be an int, got {type(num_samples).__name__}")
+    if not isinstance(replacement, bool):
+        raise TypeError(f"replacement must be a bool, got {type(replacement).__name__}")
+    if isinstance(num_samples, int) and num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    if not replacement and isinstance(num_samples, int) and isinstance(cats, int) and num_samples > cats:
+        raise ValueError(f"num_samples ({num_samples}) must be <= the number of categories ({cats}) without "
+                         f"replacement")
+    state(key)
+    if key.dim() > 1 and (probs.dim() != 2 or tuple(key.shape) != (probs.shape[0], 2)):
+        raise ValueError(f"state of shape {tuple(key.shape)}: a batched state for multinomial must be (R, 2), one key "
+                         f"per row of a 2-D input (R, C), got input {tuple(probs.shape)}")
+    same_device(probs, key, "input")
+    if key.dim() > 1:
+        key = key.view(key.shape[0], 1, 1, 2)
+    draws, need = (num_samples, 1) if replacement else (1, num_samples)
+    return key, draws, need
+
+
+def weights(probs, need):
+    """torch.multinomial's value checks for the eager public functions on CPU tensors (data-dependent, so compiled
+    code and torch.func transforms leave them to the CPU kernel): every weight finite and >= 0, and each row with at
+    least `need` positive weights (1 with replacement, num_samples without)."""
+    if (probs.device.type != "cpu" or torch.compiler.is_compiling()
+            or torch._C._functorch.peek_interpreter_stack() is not None or probs.numel() == 0):
+        return
+    if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()):
+        raise ValueError("input must hold finite weights >= 0 (no inf, NaN or negative values)")
+    if bool(((probs > 0).sum(-1) < need).any()):
+        raise ValueError("input has a row with no positive weight" if need == 1 else
+                         f"input has a row with fewer than num_samples = {need} positive weights: sampling without "
+                         f"replacement needs that many")

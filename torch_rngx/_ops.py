@@ -95,6 +95,31 @@ def _(like, state, low, high, dtype, global_shape=None, global_start=None):
     return torch.empty_like(like, dtype=dtype)
 
 
+@torch.library.register_fake("rngx::exponential")
+def _(like, state, rate, dtype=None, global_shape=None, global_start=None):
+    _checks.for_exponential(like, state, rate, dtype, global_shape, global_start)
+    return torch.empty_like(like, dtype=dtype)
+
+
+# ---- race: multinomial's E / w scores, (*R, C) -> (*R, draws, C) float64; not differentiable ----
+def _check_race(weights, state, draws, need):
+    _checks.tensor(weights, "weights")
+    if weights.dtype != torch.float64 or weights.dim() < 1 or weights.shape[-1] < 1:
+        raise ValueError(f"weights must be a float64 tensor (*R, C) with C >= 1, got {weights.dtype} "
+                         f"{tuple(weights.shape)}")
+    for v, name in ((draws, "draws"), (need, "need")):
+        _checks.num(v, name)
+    shape = (*weights.shape[:-1], draws, weights.shape[-1])
+    _checks.state(state, shape=shape)
+    _checks.same_device(weights, state, "weights")
+    return shape
+
+
+@torch.library.register_fake("rngx::race")
+def _(weights, state, draws, need):
+    return weights.new_empty(_check_race(weights, state, draws, need))
+
+
 def _sample_backward(ctx, *grads):
     return (None,) * ctx.n_inputs
 
@@ -104,7 +129,7 @@ def _sample_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(output)
 
 
-for _name in ("normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint"):
+for _name in ("normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint", "exponential", "race"):
     torch.library.register_autograd(f"rngx::{_name}", _sample_backward, setup_context=_sample_setup)
 
 
@@ -249,3 +274,18 @@ def _(info, in_dims, state, data):
     data = _front(data, in_dims[1], info.batch_size)  # (N, *D), each row's D broadcasting to the row's batch
     data = data.reshape(info.batch_size, *([1] * (state.dim() - 1 - data.dim())), *data.shape[1:])
     return ops.fold_in(state, torch.broadcast_to(data, state.shape[:-1]).contiguous()), 0
+
+
+@torch.library.register_vmap("rngx::race")
+def _(info, in_dims, weights, state, draws, need):
+    """Row v is the race on weights[v] with its key: the vmapped dim is one more batch dim of the output
+    (N, *R, draws, C), and an unbatched key is repeated per row (each row starts its own stream)."""
+    n = info.batch_size
+    weights = _front(weights, in_dims[0], n).contiguous()
+    dims = weights.dim() + 1  # the output's: (N, *R, draws, C)
+    if in_dims[1] is None:
+        keys = state.expand(n, *([1] * (dims - 1)), 2) if state.dim() == 1 else state.expand(n, *state.shape)
+    else:
+        keys = state.movedim(in_dims[1], 0)
+        keys = keys.view(n, *([1] * (dims - 1)), 2) if keys.dim() == 2 else keys
+    return ops.race(weights, keys.contiguous(), draws, need), 0

@@ -178,6 +178,7 @@ _RULES = {"uniform": _sampler("like", "state"), "quantize_noise": _sampler("x", 
           "dropout": _sampler("x", "state"), "normal": _sampler("like", "state"),
           "truncated_normal": _sampler("like", "state"), "bernoulli": _sampler("like", "state"),
           "bernoulli_tensor": _sampler("like", "state"), "randint": _sampler("like", "state"),
+          "exponential": _sampler("like", "state"),
           "uniform_from_": _fused(ops.uniform, "like"),
           "quantize_noise_from_": _fused(ops.quantize_noise, "x"),
           "bits": _on_key, "take_": _on_key, "split": _on_key, "fold_in": _on_key}

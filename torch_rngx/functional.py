@@ -15,9 +15,12 @@ Samplers (like: the output's shape, strides and device):
     bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
     normal(like, state, mean, std, *, dtype=None), truncated_normal(like, state, mean, std, a, b, *, dtype=None),
     bernoulli(like, state, p), randint(like, state, low, high, *, dtype=torch.int64),
+    exponential(like, state, rate=1.0, *, dtype=None),
     quantize_noise(x, state, half), dropout(x, state, p),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
-The keyword arguments every sampler shares:
+Permutations and categories (not elementwise: no global view):
+    randperm(n, state, *, dtype=torch.int64, device=None), multinomial(probs, state, num_samples, replacement=False)
+The keyword arguments every other sampler shares:
     global_shape, global_start (sequences of ints, optional; both or neither): the tensor is the block of a global
         tensor of that shape that starts at that index, and gets exactly that block of the op on the global tensor
         (docs/stream.md, "Global view"; docs/distributed.md).
@@ -49,14 +52,16 @@ def __dir__():
 def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None) -> int:
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
     k the words per element: 2 for float64, int64 and uint64, else 1; for op="normal" 2 (float64: 4), for
-    "truncated_normal" 2, for "randint" 2 (int64: 4). A Generator advances its offset by this much per call.
-    No torch counterpart.
+    "truncated_normal" 2, for "randint" 2 (int64: 4); "exponential" takes the default words. For "randperm",
+    numel is n and k is 2 for every dtype; for "multinomial", numel is the number of exponentials drawn, rows *
+    categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs/stream.md). A
+    Generator advances its offset by this much per call. No torch counterpart.
 
     Args:
         numel (int): the number of elements, >= 0.
         dtype (torch.dtype): the output's dtype.
         op (str, optional): None (uniform, dropout, noise, bits), "uniform", "normal", "truncated_normal",
-            "bernoulli" or "randint".
+            "bernoulli", "randint", "exponential", "randperm" or "multinomial".
 
     Example::
 
@@ -87,10 +92,13 @@ _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
 # Ops that take more words per element (csrc/kernels/ops.h: rngx_normal_words and the like; docs/stream.md).
 _OP_WORDS = {**{("normal", d): 4 if d == torch.float64 else 2 for d in _checks.FLOAT_DTYPES},
              **{("truncated_normal", d): 2 for d in _checks.FLOAT_DTYPES},
-             **{("randint", d): 4 if d == torch.int64 else 2 for d in _checks.RANDINT_DTYPES}}
+             **{("randint", d): 4 if d == torch.int64 else 2 for d in _checks.RANDINT_DTYPES},
+             **{("randperm", d): 2 for d in _checks.RANDPERM_LIMITS},
+             **{("multinomial", d): 2 for d in _checks.FLOAT_DTYPES}}
 _OP_DTYPES = {None: tuple(_WORDS), "uniform": _checks.FLOAT_DTYPES, "normal": _checks.FLOAT_DTYPES,
               "truncated_normal": _checks.FLOAT_DTYPES, "bernoulli": _checks.FLOAT_DTYPES,
-              "randint": tuple(_checks.RANDINT_DTYPES)}
+              "randint": tuple(_checks.RANDINT_DTYPES), "exponential": _checks.FLOAT_DTYPES,
+              "randperm": tuple(_checks.RANDPERM_LIMITS), "multinomial": _checks.FLOAT_DTYPES}
 
 
 def key(seed: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.int64) -> Tensor:
@@ -343,6 +351,39 @@ def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dt
     """
     params = _checks.for_randint(like, state, low, high, dtype, global_shape, global_start)
     return _autograd.sample("randint", like, state, *params)
+
+
+def exponential(like, state, rate=1.0, *, dtype=None, global_shape=None, global_start=None):
+    """Exp(rate) shaped, strided and placed like torch.empty_like(like, dtype=dtype): E / rate with E = -ln u,
+    u in (0, 1) from the element's word(s) and the project's own log (docs/stream.md, "exponential"). Every value
+    is positive and finite, so -log(exponential(...)) is a finite Gumbel sample (F.gumbel_softmax's noise). Not
+    differentiable."""
+    params = _checks.for_exponential(like, state, rate, dtype, global_shape, global_start)
+    return _autograd.sample("exponential", like, state, *params)
+
+
+def randperm(n, state, *, dtype=torch.int64, device=None):
+    """A permutation of range(n): the indices sorted by their 64-bit keys, bits((n,), state, dtype=torch.int64)
+    (as signed integers), ties by index (docs/stream.md, "randperm"). A batched state (*B, 2) gives (*B, n), row b
+    the permutation of key b. Made on the state's device (`device`, if given, must be it)."""
+    n = _checks.for_randperm(n, state, dtype, device)
+    keys = state if state.dim() == 1 else state.view(*state.shape[:-1], 1, 2)
+    words = ops.bits([*state.shape[:-1], n], keys, torch.int64)
+    return torch.argsort(words, dim=-1, stable=True).to(dtype)
+
+
+def multinomial(probs, state, num_samples, replacement=False):
+    """torch.multinomial with a key: `num_samples` category indices per row of `probs` ((C,) or (R, C) weights
+    >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
+    exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i
+    in increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or
+    (R, 2) for one key per row. int64 output, (num_samples,) or (R, num_samples)."""
+    key, draws, need = _checks.for_multinomial(probs, state, num_samples, replacement)
+    _checks.weights(probs, need)
+    scores = ops.race(probs.detach().to(torch.float64).contiguous(), key, draws, need)
+    if replacement:
+        return scores.argmin(dim=-1)
+    return torch.argsort(scores.squeeze(-2), dim=-1, stable=True)[..., :num_samples]
 
 
 # ---- channel and alpha dropout: compositions of the dropout stream (docs/stream.md, "Channel and alpha dropout") ----

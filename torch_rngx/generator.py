@@ -133,6 +133,18 @@ class Generator:
         return Generator._at(fold_in(self.state, data))
 
     @staticmethod
+    def on(state):
+        """A Generator that reads and advances `state` (an int64 [seed, offset] tensor, e.g. a module's buffer)
+        itself, not a copy."""
+        _checks.state(state)
+        if state.dtype != torch.int64 or state.shape != (2,):
+            raise ValueError(f"state must be an int64 tensor of shape (2,) = [seed, offset], got {state.dtype} "
+                             f"{tuple(state.shape)}")
+        g = Generator.__new__(Generator)
+        g.state = state
+        return g
+
+    @staticmethod
     def _at(state):
         g = Generator.__new__(Generator)
         g.state = _fixed_address(state.clone())

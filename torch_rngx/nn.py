@@ -1,17 +1,21 @@
 """Modules: drop-in replacements for torch.nn's dropout family, RNG (a stream position held as model state), and
-convert(), which swaps torch's dropout modules in a model for these."""
+convert(), which swaps torch's dropout modules in a model for these and routes the random calls of its forward."""
 from __future__ import annotations
+
+import functools
+from typing import NamedTuple
 
 import torch
 
 from . import _checks
 from . import _init as init
 from .functional import fold_in, key
+from ._mode import ROUTED, mode
 from .generator import RNG, Generator, check_state_buffer, owner_of, stream_repr
 from .random import dropout_from
 
-__all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "convert",
-           "fold_in_"]
+__all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+           "Converted", "convert", "fold_in_"]
 
 
 def __dir__():
@@ -186,36 +190,52 @@ _REPLACEMENTS = {torch.nn.Dropout: Dropout, torch.nn.Dropout1d: Dropout1d, torch
                  torch.nn.FeatureAlphaDropout: FeatureAlphaDropout}
 
 
+class Converted(NamedTuple):
+    """What convert did. model: the converted model (the same object, or a new module when `model` itself was a
+    torch dropout module); replaced: the (name, torch class name) pairs swapped, in named_modules() order;
+    routed: the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's ROUTED),
+    empty with functional=False."""
+
+    model: torch.nn.Module
+    replaced: list
+    routed: tuple
+
+
 @torch.no_grad()
-def convert(model: torch.nn.Module, *, seed: int | None = None,
-            generator: Generator | RNG | None = None) -> list[tuple[str, str]]:
-    """No torch counterpart. Replaces every torch.nn dropout module in `model` (Dropout, Dropout1d/2d/3d, AlphaDropout,
-    FeatureAlphaDropout) by torch_rngx's, in place, keeping p, inplace, the training mode and the module names;
-    returns the (name, torch class name) pairs it replaced, in model.named_modules() order.
+def convert(model: torch.nn.Module, *, seed: int | None = None, generator: Generator | RNG | None = None,
+            functional: bool = True, uncovered: str = "warn") -> Converted:
+    """No torch counterpart. Replaces every torch.nn dropout module in `model` (Dropout, Dropout1d/2d/3d,
+    AlphaDropout, FeatureAlphaDropout) by torch_rngx's, in place, keeping p, inplace, the training mode and the
+    module names, and (functional=True) runs model.forward under torch_rngx.mode, so the random calls forward makes
+    itself (F.dropout, attention's dropout_p, torch.rand, randn_like, ...) draw from torch_rngx streams too.
+    Returns a Converted(model, replaced, routed). Use its .model: when `model` is itself a torch dropout module it
+    cannot be replaced in place, and .model is a new torch_rngx module.
 
     Streams: seed=s gives each replaced module a stream of its own, saved in state_dict as `<name>.rng_state`
-    (the i-th replaced module starts at functional.fold_in(key(s), i)); generator= shares a Generator or nn.RNG;
-    neither draws from torch's default generator. state_dict keys stay those of the original model, plus the
-    rng_state buffers with seed=.
-
-    Functional calls inside forward() (torch.nn.functional.dropout, attention's dropout_p) are not modules and
-    stay torch's.
+    (the i-th replaced module starts at functional.fold_in(key(s), i)), and forward's routed calls the stream
+    `rngx_state` of the model (fold_in(key(s), 2^64 - 1)), also in state_dict; generator= shares a Generator or
+    nn.RNG; neither draws from torch's default generator. Other state_dict keys stay the original model's.
 
     Args:
         model (Module): the model, changed in place.
 
     Keyword args:
-        seed (int, optional): gives each replaced module a stream of its own.
-        generator (Generator or RNG, optional): one stream shared by the replaced modules.
+        seed (int, optional): gives each replaced module, and forward's routed calls, a stream of its own.
+        generator (Generator or RNG, optional): one stream shared by the replaced modules and the routed calls.
+        functional (bool): route the random calls forward makes itself (default True).
+        uncovered (str): torch_rngx.mode's, for random calls in forward that stay torch's.
 
     Example::
 
         >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1))
-        >>> torch_rngx.nn.convert(model, seed=0)
+        >>> torch_rngx.nn.convert(model, seed=0).replaced
         [('1', 'Dropout')]
     """
     if seed is not None and generator is not None:
         raise ValueError("pass seed= or generator=, not both")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    owner_of(generator)
     root = key(seed) if seed is not None else None
     replaced = []
     for name, module in list(model.named_modules()):
@@ -226,10 +246,44 @@ def convert(model: torch.nn.Module, *, seed: int | None = None,
         if root is not None:
             new.rng_state.copy_(fold_in(root, len(replaced)))
         new.train(module.training)
-        parent_name, _, attr = name.rpartition(".")
-        setattr(model.get_submodule(parent_name), attr, new.to(_device_of(model)))
+        new = new.to(_device_of(model))
         replaced.append((name, type(module).__name__))
-    return replaced
+        if not name:  # the root itself: a new module, which draws through its own stream (nothing to route)
+            return Converted(new, replaced, ())
+        parent_name, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(parent_name), attr, new)
+    if not functional:
+        return Converted(model, replaced, ())
+    if root is not None:
+        model.register_buffer("rngx_state", fold_in(root, _MODE_DATUM).to(_device_of(model)), persistent=True)
+        model.register_load_state_dict_pre_hook(_check_rngx_state)
+    inner = _routed(model).args[3] if _routed(model) else model.__dict__.get("forward")
+    model.forward = functools.partial(routed_forward, model, None if root is not None else generator, uncovered, inner)
+    return Converted(model, replaced, ROUTED)
+
+
+_MODE_DATUM = (1 << 64) - 1  # fold_in datum of the model's own stream, past any replaced module's index
+
+
+def _check_rngx_state(module, state_dict, prefix, *args):
+    check_state_buffer(state_dict, prefix + "rngx_state")
+
+
+def routed_forward(model, generator, uncovered, inner, *args, **kwargs):
+    """model.forward as convert leaves it (a functools.partial of this, an instance attribute of the model, so
+    pickling, deepcopy and torch.export keep it): the model's own forward under torch_rngx.mode, drawing from the
+    model's `rngx_state` buffer (looked up on each call, so .to() and load_state_dict keep it), a shared generator,
+    or torch's default generator."""
+    state = model._buffers.get("rngx_state")
+    with mode(generator=generator if state is None else Generator.on(state), uncovered=uncovered):
+        if inner is not None:
+            return inner(*args, **kwargs)
+        return type(model).forward(model, *args, **kwargs)
+
+
+def _routed(model):
+    forward = model.__dict__.get("forward")
+    return forward if isinstance(forward, functools.partial) and forward.func is routed_forward else None
 
 
 def _device_of(model):
@@ -264,4 +318,5 @@ def fold_in_(module: torch.nn.Module, data: int | torch.Tensor) -> list[str]:
 def _is_stream(module, name):
     owner_name, _, attr = name.rpartition(".")
     owner = module.get_submodule(owner_name)
-    return (isinstance(owner, RNG) and attr == "state") or (isinstance(owner, _DropoutNd) and attr == "rng_state")
+    return ((isinstance(owner, RNG) and attr == "state") or (isinstance(owner, _DropoutNd) and attr == "rng_state")
+            or (attr == "rngx_state" and _routed(owner) is not None))

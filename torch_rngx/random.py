@@ -177,6 +177,35 @@ def randint_like(x: Tensor, low: int, high: int | None = None, *, generator: Str
     return draw("randint", x, owner_of(generator), dtype, *params)
 
 
+def exponential_like(x, rate=1.0, *, generator=None, dtype=None, global_shape=None, global_start=None):
+    """Exp(rate) shaped, strided and placed like torch.empty_like(x, dtype=dtype) (functional.exponential's values
+    with a drawn key); Tensor.exponential_'s distribution. Not differentiable."""
+    _checks.strided(x, "x")
+    _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
+    params = _checks.for_exponential(x, _any_key(x), rate, dtype, global_shape, global_start)
+    return draw("exponential", x, owner_of(generator), x.dtype if dtype is None else dtype, *params)
+
+
+def randperm(n, *, generator=None, dtype=torch.int64, device="cpu"):
+    """torch.randperm: a permutation of range(n) on `device` (functional.randperm's with a drawn key); advances the
+    Generator by blocks_used(n, dtype, "randperm")."""
+    device = torch.device(device)
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be a CPU or CUDA device, got {device}")
+    n = _checks.for_randperm(n, _any_key(torch.empty(0, device=device)), dtype)
+    key = key_for(torch.empty(0, device=device), owner_of(generator), n, torch.int64)
+    return functional.randperm(n, key.to(device), dtype=dtype)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """torch.multinomial (functional.multinomial's values with a drawn key); advances the Generator by
+    blocks_used(rows * categories * (num_samples if replacement else 1), input.dtype, "multinomial")."""
+    _checks.float_tensor(input, "input")
+    _, draws, _ = _checks.for_multinomial(input, _any_key(input), num_samples, replacement)
+    key = key_for(input, owner_of(generator), input.numel() * draws, torch.float64)
+    return functional.multinomial(input, key, num_samples, replacement)
+
+
 def _any_key(x):
     """A stand-in key for the shared validators (the drawn key is checked when drawn)."""
     return torch.empty(2, dtype=torch.int64, device=x.device)

@@ -95,6 +95,7 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
         yield ops.bernoulli.default, (xs, wide, 0.3, *view)
         yield ops.bernoulli_tensor.default, (xs, state, torch.full((5,), 0.4, device=device).to(dtype).expand(3, 2, 5),
                                              *view)
+        yield ops.exponential.default, (xs, wide, 1.5, None, *view)
         yield from _sampler_samples(dtype, state, batched, device)
     yield ops.bits.default, ([3, 2, 5], state, torch.int64, [6, 4, 5], [1, 2, 0])
     for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
@@ -103,12 +104,20 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
         yield ops.randint.default, (torch.empty(3, 4, 5, device=device), batched, 2, 9, dtype)
         yield ops.randint.default, (torch.empty(3, 2, 5, device=device), state, -3, 100, dtype if dtype != torch.uint8
                                     else torch.int8, [6, 4, 5], [1, 2, 0])
+    # multinomial's race: one key, a key per row, with (draws > 1) and without replacement (need > 1)
+    weights = torch.rand(3, 5, dtype=torch.float64, device=device) + 0.1
+    for keys in (state, batched.view(3, 1, 1, 2)):
+        yield ops.race.default, (weights, keys, 1, 2)
+        yield ops.race.default, (weights, keys, 4, 1)
+    yield ops.race.default, (weights[0], state, 2, 1)
 
 
 def _sampler_samples(dtype, state, batched, device):
-    """normal, truncated_normal and bernoulli on every layout of one float dtype, with one key and batched."""
+    """normal, truncated_normal, bernoulli and exponential on every layout of one float dtype, with one key and
+    batched."""
     x = torch.randn(3, 4, 5, device=device).to(dtype)
     yield ops.normal.default, (x, batched, 0.5, 2.0, None)
+    yield ops.exponential.default, (x, batched, 2.0, None)
     yield ops.truncated_normal.default, (x, batched, 0.0, 1.0, -2.0, 2.0, None)
     yield ops.bernoulli.default, (x, batched, 0.3)
     for _, x in layouts(dtype, device):
@@ -119,7 +128,9 @@ def _sampler_samples(dtype, state, batched, device):
             yield ops.bernoulli.default, (x, state, 0.3)
             p = torch.rand(x.shape[-1:] if x.dim() else (), device=device).to(dtype).expand(x.shape)
             yield ops.bernoulli_tensor.default, (x, state, p)
+            yield ops.exponential.default, (x, state, 1.0, None)
     yield ops.normal.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
+    yield ops.exponential.default, (torch.empty(3, 4, device=device), state, 0.5, dtype)
 
 
 def opcheck_all(device: torch.device | str = "cpu") -> int:

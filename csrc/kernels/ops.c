@@ -364,6 +364,60 @@ RNGX_CLONES static void randint64(const rngx_op *op, const rngx_span *r) {
   else randint64_loop(op->p.low, op->p.range, r->w, r->n, r->out, r->so);
 }
 
+/* exponential: E / rate in double, rounded to the type; a value that rounds to 0 becomes the type's smallest
+ * positive value and one that overflows its largest finite value, so every value is positive and finite. */
+static inline float exp_clamp_f32(float v) { return v == 0.0f ? 0x1p-149f : v > 0x1.fffffep127f ? 0x1.fffffep127f : v; }
+
+static inline void exponential_f32_loop(double rate, const uint32_t *w, int64_t n, float *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = exp_clamp_f32((float)(rngx_exponential32(w[j]) / rate));
+}
+
+RNGX_CLONES static void exponential_f32(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) exponential_f32_loop(op->p.rate, r->w, r->n, r->out, 1);
+  else exponential_f32_loop(op->p.rate, r->w, r->n, r->out, r->so);
+}
+
+/* 0 and infinity in float16 (0x7C00) or bfloat16 (0x7F80) as their neighbours inside: 0x0001 and inf - 1. */
+static inline uint16_t exp_clamp_16(rngx_dtype dt, uint16_t h) {
+  return h == 0 ? 1 : h == (dt == RNGX_FLOAT16 ? 0x7C00u : 0x7F80u) ? (uint16_t)(h - 1) : h;
+}
+
+static inline void exponential_16_loop(rngx_dtype dt, double rate, const uint32_t *w, int64_t n, uint16_t *o,
+                                       int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = exp_clamp_16(dt, store16(dt, (float)(rngx_exponential32(w[j]) / rate)));
+}
+
+static inline void exponential_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) exponential_16_loop(dt, op->p.rate, r->w, r->n, r->out, 1);
+  else exponential_16_loop(dt, op->p.rate, r->w, r->n, r->out, r->so);
+}
+
+RNGX_CLONES static void exponential_f16(const rngx_op *op, const rngx_span *r) { exponential_16(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void exponential_bf16(const rngx_op *op, const rngx_span *r) { exponential_16(RNGX_BFLOAT16, op, r); }
+
+static inline double exp_clamp_f64(double v) {
+  return v == 0.0 ? 0x1p-1074 : v > 0x1.fffffffffffffp+1023 ? 0x1.fffffffffffffp+1023 : v;
+}
+
+static inline void exponential_f64_loop(double rate, const uint32_t *w, int64_t n, double *o, int64_t so) {
+  for (int64_t j = 0; j < n; ++j) o[j * so] = exp_clamp_f64(rngx_exponential64(w[2 * j], w[2 * j + 1]) / rate);
+}
+
+RNGX_CLONES static void exponential_f64(const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) exponential_f64_loop(op->p.rate, r->w, r->n, r->out, 1);
+  else exponential_f64_loop(op->p.rate, r->w, r->n, r->out, r->so);
+}
+
+/* multinomial's race: E / w per (draw, category), float64 throughout, w read in place (stride 0 across draws). */
+static void race_f64(const rngx_op *op, const rngx_span *r) {
+  const uint32_t *w = r->w;
+  const double *x = r->in;
+  double *o = r->out;
+  (void)op;
+  for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j)
+    o[j * so] = rngx_race_score(rngx_exponential64(w[2 * j], w[2 * j + 1]), x[j * si]);
+}
+
 /* ---- layout ---- */
 
 void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l) {
@@ -728,6 +782,22 @@ void rngx_randint(const rngx_job *job, const rngx_params *p, int64_t begin, int6
   const rngx_dtype dt = job->dtype;
   const rngx_op op = {.loop = dt == RNGX_BITS8 ? randint8 : dt == RNGX_BITS16 ? randint16 : dt == RNGX_BITS32 ? randint32 : randint64,
                       .k = rngx_randint_words(dt), .p = *p};
+  execute(job, &op, begin, end);
+}
+
+rngx_params rngx_exponential_params(double rate) {
+  const rngx_params p = {.rate = rate};
+  return p;
+}
+
+void rngx_exponential(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
+  const rngx_op op = {.loop = by_dtype(job->dtype, exponential_f16, exponential_bf16, exponential_f32, exponential_f64),
+                      .p = *p};
+  execute(job, &op, begin, end);
+}
+
+void rngx_race(const rngx_job *job, int64_t begin, int64_t end) {
+  const rngx_op op = {.loop = race_f64, .reads_input = 1};
   execute(job, &op, begin, end);
 }
 

@@ -85,6 +85,7 @@ typedef struct {
   rngx_tn tn;             /* truncated normal, in double */
   float tn_lo, tn_hi;     /* truncated normal, <= 32-bit types: the dtype's values nearest inside [a, b] */
   uint64_t low, range;    /* randint: low + floor(range * x / 2^bits), modulo 2^64 */
+  double rate;            /* exponential: E / rate in double */
 } rngx_params;
 
 /* v rounded to a float dtype (through float32 for the 16-bit ones, as torch converts a double), as float32. */
@@ -97,6 +98,9 @@ rngx_params rngx_normal_params(double mean, double std);
 int rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, double b, rngx_params *out);
 /* low + [0, range): the low bits of low + floor(range * x / 2^bits); range >= 1 (<= 2^32 for <= 32-bit types). */
 rngx_params rngx_randint_params(int64_t low, uint64_t range);
+
+/* rate finite and > 0 (the glue checks). */
+rngx_params rngx_exponential_params(double rate);
 
 /* Words per element of the ops that take more than rngx_words_per_element (docs/stream.md). */
 int rngx_normal_words(rngx_dtype dtype);   /* 2, float64 4 */
@@ -118,6 +122,12 @@ void rngx_truncnorm(const rngx_job *job, const rngx_params *p, int64_t begin, in
 void rngx_bernoulli(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
 /* out: 8/16/32/64-bit integers (job->dtype RNGX_BITS*). */
 void rngx_randint(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+
+/* out: float dtypes, E / rate with E = -ln u (docs/stream.md, "exponential"), always positive and finite. */
+void rngx_exponential(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+/* multinomial's race (docs/stream.md, "multinomial"): out and in float64, out = E / in with E the float64
+ * exponential of the element's two words; +inf where in <= 0 or NaN. */
+void rngx_race(const rngx_job *job, int64_t begin, int64_t end);
 
 /* Key derivation (docs/stream.md, "split and fold_in"): the child of key (s, o) for index d is
  * (r0 | r1 << 32, r2 | r3 << 32) with r = block(s, o + d). `keys` are n contiguous [seed, offset] pairs.

@@ -213,6 +213,45 @@ struct Randint64 {
   __device__ T operator()(T, const uint32_t *w) const { return low + rngx_randint64(range, w); }
 };
 
+// exponential: E / rate in double (dists.h), rounded to the type, then 0 and infinity moved inside the type's
+// positive finite values (ops.c: exp_clamp_*)
+__device__ __forceinline__ float exp_clamp(F32, float v) {
+  return v == 0.0f ? 0x1p-149f : v > 0x1.fffffep127f ? 0x1.fffffep127f : v;
+}
+__device__ __forceinline__ uint16_t exp_clamp(F16, uint16_t h) { return h == 0 ? 1 : h == 0x7C00u ? 0x7BFFu : h; }
+__device__ __forceinline__ uint16_t exp_clamp(BF16, uint16_t h) { return h == 0 ? 1 : h == 0x7F80u ? 0x7F7Fu : h; }
+
+template <class F>
+struct Exponential {
+  using T = typename F::T;
+  static constexpr int K = 1;
+  static constexpr bool kReads = false;
+  double rate;
+  __device__ T operator()(T, const uint32_t *w) const {
+    return exp_clamp(F{}, F::store(__double2float_rn(__ddiv_rn(rngx_exponential32(w[0]), rate))));
+  }
+};
+struct ExponentialF64 {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = false;
+  double rate;
+  __device__ T operator()(T, const uint32_t *w) const {
+    const double v = __ddiv_rn(rngx_exponential64(w[0], w[1]), rate);
+    return v == 0.0 ? 0x1p-1074 : v > 0x1.fffffffffffffp+1023 ? 0x1.fffffffffffffp+1023 : v;
+  }
+};
+
+// multinomial's race: E / w per (draw, category), float64, w read per element
+struct Race {
+  using T = double;
+  static constexpr int K = 2;
+  static constexpr bool kReads = true;
+  __device__ T operator()(T weight, const uint32_t *w) const {
+    return rngx_race_score(rngx_exponential64(w[0], w[1]), weight);
+  }
+};
+
 }  // namespace rngx
 
 using namespace rngx;
@@ -320,4 +359,19 @@ extern "C" int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *
   if (n == 0) return (int)cudaSuccess;
   RNGX_LAUNCH(fold_in_kernel, blocks_for(n), kThreads, (cudaStream_t)stream, keys, n, data, data_stride, out);
   return (int)cudaGetLastError();
+}
+
+extern "C" int rngx_cuda_exponential(const rngx_job *job, void *stream, const rngx_params *p) {
+  switch (job->dtype) {
+    case RNGX_FLOAT64: return launch(ExponentialF64{p->rate}, job, stream);
+    case RNGX_FLOAT32: return launch(Exponential<F32>{p->rate}, job, stream);
+    case RNGX_FLOAT16: return launch(Exponential<F16>{p->rate}, job, stream);
+    case RNGX_BFLOAT16: return launch(Exponential<BF16>{p->rate}, job, stream);
+    default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int rngx_cuda_race(const rngx_job *job, void *stream) {
+  if (job->dtype != RNGX_FLOAT64) return (int)cudaErrorInvalidValue;
+  return launch(Race{}, job, stream);
 }

@@ -25,6 +25,9 @@ int rngx_cuda_truncnorm(const rngx_job *job, void *stream, const rngx_params *p)
 /* job->in.data non-NULL: p per element (in out's dtype); else p->keep / keep64, as rngx_bernoulli. */
 int rngx_cuda_bernoulli(const rngx_job *job, void *stream, const rngx_params *p);
 int rngx_cuda_randint(const rngx_job *job, void *stream, const rngx_params *p);
+int rngx_cuda_exponential(const rngx_job *job, void *stream, const rngx_params *p);
+/* job->in.data: the float64 weights, read per element (stride 0 across draws). */
+int rngx_cuda_race(const rngx_job *job, void *stream);
 /* rngx_split and rngx_fold_in (ops.h) on device pointers. */
 int rngx_cuda_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out, void *stream);
 int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out,

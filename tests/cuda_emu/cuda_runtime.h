@@ -42,6 +42,7 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline float __double2float_rn(double a) { return (float)a; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
 
 // -DRNGX_EMU_FAST_SWITCH=0 picks the ucontext path, as does AddressSanitizer (which cannot follow a stack switch
 // it is not told about, but intercepts swapcontext).

@@ -1,6 +1,6 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
 // must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op (normal, truncated normal, bernoulli
-// with a scalar and a per-element p, and randint included), dtype (bits and randint at 8/16/32/64 bits
+// with a scalar and a per-element p, randint, exponential and multinomial's race included), dtype (bits and randint at 8/16/32/64 bits
 // too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
 // memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
 // apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. This checks the GPU code's
@@ -209,7 +209,7 @@ Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t se
 
 // ---- running ----
 
-enum Op { BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT };
+enum Op { BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE };
 
 // The op's parameters, derived once on the host (rngx_*_params) and read by both kernels.
 rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
@@ -218,6 +218,7 @@ rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
   if (op == DROPOUT || op == BERNOULLI) return rngx_dropout_params(a);
   if (op == NORMAL) return rngx_normal_params(a, b);
   if (op == RANDINT) return rngx_randint_params((int64_t)a, (uint64_t)b);
+  if (op == EXPONENTIAL) return rngx_exponential_params(a);
   rngx_params p{};
   if (op == TRUNCNORM && rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p) != 0) std::abort();
   return p;
@@ -233,6 +234,8 @@ void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
   if (op == TRUNCNORM) rngx_truncnorm(&job, &p, 0, n);
   if (op == BERNOULLI || op == BERNOULLI_P) rngx_bernoulli(&job, &p, 0, n);
   if (op == RANDINT) rngx_randint(&job, &p, 0, n);
+  if (op == EXPONENTIAL) rngx_exponential(&job, &p, 0, n);
+  if (op == RACE) rngx_race(&job, 0, n);
 }
 
 int run_cuda(Op op, const rngx_job &job, double a, double b) {
@@ -244,12 +247,14 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
   if (op == TRUNCNORM) return rngx_cuda_truncnorm(&job, nullptr, &p);
   if (op == BERNOULLI || op == BERNOULLI_P) return rngx_cuda_bernoulli(&job, nullptr, &p);
   if (op == RANDINT) return rngx_cuda_randint(&job, nullptr, &p);
+  if (op == EXPONENTIAL) return rngx_cuda_exponential(&job, nullptr, &p);
+  if (op == RACE) return rngx_cuda_race(&job, nullptr);
   return rngx_cuda_dropout(&job, nullptr, &p);
 }
 
 const char *op_name(Op op) {
   static const char *const names[] = {"bits", "uniform", "noise", "dropout", "normal", "truncnorm", "bernoulli",
-                                      "bernoulli_p", "randint"};
+                                      "bernoulli_p", "randint", "exponential", "race"};
   return names[op];
 }
 
@@ -307,7 +312,11 @@ void compare_all_ops(const Layout &L, const Keys &K, bool single, const char *ke
     compare(TRUNCNORM, dt, L, K, single, -1.0, 3.3, keys_name, rng);
     compare(BERNOULLI, dt, L, K, single, 0.3, 0, keys_name, rng);
     compare(BERNOULLI_P, dt, L, K, single, 0, 0, keys_name, rng);  // p from the input's values
+    compare(EXPONENTIAL, dt, L, K, single, 1.5, 0, keys_name, rng);
+    if (dt == RNGX_FLOAT64) compare(RACE, dt, L, K, single, 0, 0, keys_name, rng);  // weights: the input's values
     if (!full) continue;
+    // rates whose E / rate overflows or underflows float32 (1e-38, 1e44) or float64 (1e-310): the clamps
+    for (double rate : {1e-38, 1e44, 1e-310}) compare(EXPONENTIAL, dt, L, K, single, rate, 0, keys_name, rng);
     compare(NOISE, dt, L, K, single, 0.375, 0, keys_name, rng);
     for (double p : {0.0, 1.0}) compare(DROPOUT, dt, L, K, single, p, 0, keys_name, rng);
   }

@@ -1,0 +1,61 @@
+"""What torch_rngx.mode costs (`make bench` runs it; docs/performance.md, "torch_rngx.mode"): a small transformer's
+training step (dropout 0.1 in its modules and in attention) with and without the mode, eager and torch.compile'd,
+side by side in one run. Ratio = with / without (targets: eager <= 1.10, compiled <= 1.02). `python3
+benchmarks/mode.py` runs this section alone."""
+import torch
+
+import torch_rngx
+from per_call import best
+
+
+def _encoder():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
+def _step(model, x, opt, stream):
+    def run():
+        opt.zero_grad()
+        if stream is None:
+            loss = model(x).square().mean()
+        else:
+            with torch_rngx.mode(generator=stream):
+                loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+
+    return run
+
+
+def run(budget=0.6):
+    tokens = torch.randn(8, 64, 128)
+    rows = []
+    for compiled in (False, True):
+        model = _encoder()
+        stepped = torch.compile(model, fullgraph=True) if compiled else model
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        steps = {"with": _step(stepped, tokens, opt, torch_rngx.Generator(0)),
+                 "without": _step(stepped, tokens, opt, None)}
+        times = {k: [] for k in steps}
+        for _ in range(3):  # interleaved, so load on the machine hits both alike
+            for k, f in steps.items():
+                times[k].append(best(f, budget))
+        with_mode, without = min(times["with"]), min(times["without"])
+        rows.append({"what": f"TransformerEncoder(2 x 128) training step, {'compiled' if compiled else 'eager'}",
+                     "with_ms": with_mode * 1e3, "without_ms": without * 1e3, "ratio": with_mode / without,
+                     "target": 1.02 if compiled else 1.10})
+    return rows
+
+
+def print_table(rows):
+    print("\ntorch_rngx.mode (ratio = time with the mode / without; < target is met)")
+    print(f"{'what':52s} {'with ms':>8s} {'without':>8s} {'ratio':>6s}  target")
+    for r in rows:
+        print(f"{r['what']:52s} {r['with_ms']:8.2f} {r['without_ms']:8.2f} {r['ratio']:6.3f}  <= {r['target']} "
+              f"{'met' if r['ratio'] <= r['target'] else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    print_table(run())

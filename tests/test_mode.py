@@ -1,0 +1,310 @@
+"""torch_rngx.mode: each routed torch call equals the matching torch_rngx call on a copy of the stream and advances
+it as much, eager and compiled (fullgraph, no recompile per call, mode entered outside or inside), in any layout and
+dtype, leaving torch's default generator alone; unrouted random calls warn, raise or stay quiet; threads and
+nesting."""
+import math
+import threading
+import warnings
+
+import pytest
+import torch
+import torch._dynamo.testing
+import torch.nn.functional as TF
+
+import torch_rngx
+from torch_rngx import Generator
+
+x35 = torch.linspace(-2, 2, 15).view(3, 5)
+q = torch.linspace(-1, 1, 2 * 2 * 4 * 8).view(2, 2, 4, 8)
+
+
+def _attention(g, p, causal=False):
+    scores = q @ q.transpose(-2, -1) * (1 / math.sqrt(8))
+    if causal:
+        scores = scores.masked_fill(~torch.ones(4, 4, dtype=torch.bool).tril(), float("-inf"))
+    return torch_rngx.dropout(scores.softmax(-1), p, generator=g) @ q
+
+
+def _orthogonal(g):
+    """torch's orthogonal_ of a (3, 5) tensor: QR of the transposed normal draws, signs fixed by R's diagonal."""
+    q, r = torch.linalg.qr(torch_rngx.randn_like(torch.empty(3, 5), generator=g).t())
+    return (q * r.diagonal().sign()).t()
+
+
+# (name, the call under the mode, the matching torch_rngx call on generator g)
+CASES = [
+    ("rand", lambda x: torch.rand(3, 5), lambda g, x: torch_rngx.rand_like(torch.empty(3, 5), generator=g)),
+    ("rand_size_dtype", lambda x: torch.rand((3, 5), dtype=torch.float64),
+     lambda g, x: torch_rngx.rand_like(torch.empty(3, 5, dtype=torch.float64), generator=g)),
+    ("randn", lambda x: torch.randn(3, 5), lambda g, x: torch_rngx.randn_like(torch.empty(3, 5), generator=g)),
+    ("randint_low_high", lambda x: torch.randint(3, 10, (3, 5)),
+     lambda g, x: torch_rngx.randint_like(torch.empty(3, 5), 3, 10, generator=g)),
+    ("randint_high", lambda x: torch.randint(10, (3, 5), dtype=torch.int32),
+     lambda g, x: torch_rngx.randint_like(torch.empty(3, 5), 0, 10, dtype=torch.int32, generator=g)),
+    ("rand_like", lambda x: torch.rand_like(x), lambda g, x: torch_rngx.rand_like(x, generator=g)),
+    ("randn_like_dtype", lambda x: torch.randn_like(x, dtype=torch.float64),
+     lambda g, x: torch_rngx.randn_like(x, dtype=torch.float64, generator=g)),
+    ("randint_like", lambda x: torch.randint_like(x, 2, 10),
+     lambda g, x: torch_rngx.randint_like(x, 2, 10, generator=g).to(x.dtype)),
+    ("normal_tensor_tensor", lambda x: torch.normal(x, x.abs()),
+     lambda g, x: torch_rngx.randn_like(x, generator=g) * x.abs() + x),
+    ("normal_tensor_float", lambda x: torch.normal(x, 2.0),
+     lambda g, x: torch_rngx.randn_like(x, generator=g) * 2.0 + x),
+    ("normal_float_tensor", lambda x: torch.normal(1.0, x.abs()),
+     lambda g, x: torch_rngx.randn_like(x, generator=g) * x.abs() + 1.0),
+    ("normal_float_float", lambda x: torch.normal(1.0, 2.0, (3, 5)),
+     lambda g, x: torch_rngx.normal_like(torch.empty(3, 5), 1.0, 2.0, generator=g)),
+    ("bernoulli_tensor", lambda x: torch.bernoulli(x.sigmoid()),
+     lambda g, x: torch_rngx.bernoulli_like(x.sigmoid(), x.sigmoid(), generator=g)),
+    ("bernoulli_float", lambda x: torch.bernoulli(x, 0.3), lambda g, x: torch_rngx.bernoulli_like(x, 0.3, generator=g)),
+    ("uniform_", lambda x: torch.empty_like(x).uniform_(-0.5, 0.5),
+     lambda g, x: torch_rngx.uniform_like(x, -0.5, 0.5, generator=g)),
+    ("normal_", lambda x: torch.empty_like(x).normal_(1, 3), lambda g, x: torch_rngx.normal_like(x, 1, 3, generator=g)),
+    ("bernoulli_", lambda x: torch.empty_like(x).bernoulli_(0.2),
+     lambda g, x: torch_rngx.bernoulli_like(x, 0.2, generator=g)),
+    ("random_", lambda x: torch.empty(3, 5, dtype=torch.int32).random_(2, 9),
+     lambda g, x: torch_rngx.randint_like(x, 2, 9, dtype=torch.int32, generator=g)),
+    ("exponential_", lambda x: torch.empty_like(x).exponential_(2.0),
+     lambda g, x: torch_rngx.exponential_like(x, 2.0, generator=g)),
+    ("randperm", lambda x: torch.randperm(20), lambda g, x: torch_rngx.randperm(20, generator=g)),
+    ("multinomial", lambda x: torch.multinomial(x.softmax(1), 3),
+     lambda g, x: torch_rngx.multinomial(x.softmax(1), 3, generator=g)),
+    ("multinomial_replacement", lambda x: x.softmax(1).multinomial(7, True),
+     lambda g, x: torch_rngx.multinomial(x.softmax(1), 7, True, generator=g)),
+    ("gumbel_softmax", lambda x: TF.gumbel_softmax(x, 0.5),
+     lambda g, x: ((x - torch_rngx.exponential_like(x, generator=g).log()) / 0.5).softmax(-1)),
+    ("gumbel_softmax_hard", lambda x: TF.gumbel_softmax(x, hard=True),
+     lambda g, x: TF.one_hot((x - torch_rngx.exponential_like(x, generator=g).log()).argmax(-1), 5).float()),
+    ("dropout", lambda x: TF.dropout(x, 0.3), lambda g, x: torch_rngx.dropout(x, 0.3, generator=g)),
+    ("nn.Dropout", lambda x: torch.nn.Dropout(0.3)(x), lambda g, x: torch_rngx.dropout(x, 0.3, generator=g)),
+    ("dropout1d", lambda x: TF.dropout1d(x.view(3, 5, 1), 0.3),
+     lambda g, x: torch_rngx.dropout1d(x.view(3, 5, 1), 0.3, generator=g)),
+    ("dropout2d", lambda x: TF.dropout2d(x.view(3, 5, 1, 1), 0.3),
+     lambda g, x: torch_rngx.dropout2d(x.view(3, 5, 1, 1), 0.3, generator=g)),
+    ("dropout3d", lambda x: TF.dropout3d(x.view(3, 5, 1, 1, 1), 0.3),
+     lambda g, x: torch_rngx.dropout3d(x.view(3, 5, 1, 1, 1), 0.3, generator=g)),
+    ("alpha_dropout", lambda x: TF.alpha_dropout(x, 0.3, True),
+     lambda g, x: torch_rngx.alpha_dropout(x, 0.3, True, generator=g)),
+    ("feature_alpha_dropout", lambda x: TF.feature_alpha_dropout(x, 0.3, True),
+     lambda g, x: torch_rngx.feature_alpha_dropout(x, 0.3, True, generator=g)),
+    ("sdpa", lambda x: TF.scaled_dot_product_attention(q, q, q, dropout_p=0.2), lambda g, x: _attention(g, 0.2)),
+    ("sdpa_causal", lambda x: TF.scaled_dot_product_attention(q, q, q, dropout_p=0.2, is_causal=True),
+     lambda g, x: _attention(g, 0.2, causal=True)),
+]
+INIT_CASES = [
+    ("init.uniform_", lambda x: torch.nn.init.uniform_(torch.empty(3, 5), -1, 1),
+     lambda g, x: torch_rngx.uniform_like(x, -1, 1, generator=g)),
+    ("init.normal_", lambda x: torch.nn.init.normal_(torch.empty(3, 5), 0, 0.02),
+     lambda g, x: torch_rngx.normal_like(x, 0, 0.02, generator=g)),
+    ("init.xavier_normal_", lambda x: torch.nn.init.xavier_normal_(torch.empty(3, 5)),
+     lambda g, x: torch_rngx.normal_like(x, 0, math.sqrt(2 / 8), generator=g)),
+    ("init.kaiming_uniform_", lambda x: torch.nn.init.kaiming_uniform_(torch.empty(3, 5), a=math.sqrt(5)),
+     lambda g, x: torch_rngx.uniform_like(x, -1 / math.sqrt(5), 1 / math.sqrt(5), generator=g)),
+    ("init.orthogonal_", lambda x: torch.nn.init.orthogonal_(torch.empty(3, 5)), lambda g, x: _orthogonal(g)),
+    ("init.trunc_normal_", lambda x: torch.nn.init.trunc_normal_(torch.empty(3, 5), 0, 1, -0.5, 0.5),
+     lambda g, x: torch_rngx.nn.init.trunc_normal_(torch.empty(3, 5), 0, 1, -0.5, 0.5, generator=g)),
+]
+
+
+def _under(call, x, seed=7):
+    g = Generator(seed)
+    with torch_rngx.mode(generator=g):
+        out = call(x)
+    return out, g.state
+
+
+@pytest.mark.parametrize("name,call,ours", CASES + INIT_CASES, ids=[c[0] for c in CASES + INIT_CASES])
+def test_routed_call_is_the_torch_rngx_call_and_leaves_torch_alone(name, call, ours):
+    before = torch.get_rng_state()
+    out, state = _under(call, x35)
+    assert torch.equal(torch.get_rng_state(), before), "a routed call drew from torch's default generator"
+    g = Generator(7)
+    want = ours(g, x35)
+    assert out.dtype == want.dtype and torch.equal(out, want)
+    assert torch.equal(state, g.state) and state[1] > 0
+    assert not torch.equal(out, _under(call, x35, seed=8)[0]), "another seed must give other values"
+
+
+@pytest.mark.parametrize("name,call,ours", CASES, ids=[c[0] for c in CASES])
+def test_routed_call_compiled_equals_eager(name, call, ours):
+    torch._dynamo.reset()
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    compiled = torch.compile(call, fullgraph=True, backend=counter)
+    g_eager, g_compiled = Generator(3), Generator(3)
+    for _ in range(3):
+        with torch_rngx.mode(generator=g_eager):
+            want = call(x35)
+        with torch_rngx.mode(generator=g_compiled):
+            got = compiled(x35)
+        assert torch.equal(want, got)
+    assert torch.equal(g_eager.state, g_compiled.state)
+    assert counter.frame_count == 1, "recompiled"
+
+
+def test_mode_entered_inside_the_compiled_function():
+    torch._dynamo.reset()
+
+    def step(x, g):
+        with torch_rngx.mode(generator=g):
+            return torch.rand(2, 5) + torch.randn_like(x) + torch.normal(x, 1.0) + torch.rand_like(x)
+
+    compiled = torch.compile(step, fullgraph=True)
+    g_eager, g_compiled = Generator(4), Generator(4)
+    for _ in range(2):
+        assert torch.equal(step(torch.zeros(2, 5), g_eager), compiled(torch.zeros(2, 5), g_compiled))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_like_calls_in_every_layout_and_dtype(layout, dtype):
+    x = torch.zeros(2, 3, 4, 5, dtype=dtype)
+    x = {"contiguous": x, "channels_last": x.to(memory_format=torch.channels_last),
+         "transposed": x.transpose(1, 3)}[layout]
+    for call, ours in ((torch.rand_like, torch_rngx.rand_like), (torch.randn_like, torch_rngx.randn_like)):
+        out, _ = _under(call, x)
+        assert out.stride() == torch.empty_like(x).stride()
+        assert torch.equal(out, ours(x, generator=Generator(7)))
+    out, _ = _under(lambda t: t.clone().uniform_(), x)
+    assert torch.equal(out, torch_rngx.uniform_like(x, generator=Generator(7)))
+
+
+def test_no_seed_follows_manual_seed_compiled_equals_eager():
+    torch._dynamo.reset()
+
+    class Noise(torch.nn.Module):
+        def forward(self, x):
+            return torch.randn_like(x)
+
+    model, x = Noise(), torch.zeros(4, 6)
+    compiled = torch.compile(model, fullgraph=True)
+    runs = []
+    for f in (model, compiled):
+        torch.manual_seed(11)
+        with torch_rngx.mode():
+            runs.append([f(x) for _ in range(3)])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    assert not torch.equal(runs[0][0], runs[0][1]), "successive calls must differ"
+    torch.manual_seed(11)
+    assert torch.equal(runs[0][0], torch_rngx.randn_like(x))
+
+
+def test_seed_gives_a_fresh_stream_and_decorator_form():
+    @torch_rngx.mode(seed=5)
+    def noise():
+        return torch.rand(8)
+
+    g = Generator(5)
+    for _ in range(2):  # one stream for the decorated function: each call continues it
+        assert torch.equal(noise(), torch_rngx.rand_like(torch.empty(8), generator=g))
+    with torch_rngx.mode(seed=5):
+        assert torch.equal(torch.rand(8), torch_rngx.rand_like(torch.empty(8), generator=Generator(5)))
+
+
+def test_flow_matching_step_compiled_equals_eager():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(9, 32), torch.nn.SiLU(), torch.nn.Linear(32, 8))
+
+    def loss_of(x1):
+        t = torch.rand(x1.shape[0], 1)
+        x0 = torch.randn_like(x1)
+        xt = (1 - t) * x0 + t * x1
+        return (net(torch.cat([xt, t], 1)) - (x1 - x0)).square().mean(), x0, t
+
+    compiled = torch.compile(loss_of, fullgraph=True)
+    x1 = torch.linspace(-1, 1, 16 * 8).view(16, 8)
+    g1, g2 = Generator(9), Generator(9)
+    for _ in range(2):
+        with torch_rngx.mode(generator=g1):
+            _, x0_e, t_e = loss_of(x1)
+        with torch_rngx.mode(generator=g2):
+            _, x0_c, t_c = compiled(x1)
+        assert torch.equal(x0_e, x0_c) and torch.equal(t_e, t_c)
+
+
+def test_uncovered_warns_once_naming_the_function_raises_or_stays_quiet():
+    torch_rngx._mode._warned.discard("torch.Tensor.cauchy_")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch_rngx.mode(seed=1):
+            torch.empty(3).cauchy_()
+            torch.empty(3).cauchy_()
+            TF.rrelu(x35, training=False)  # draws nothing: no warning
+    ours = [w for w in caught if issubclass(w.category, torch_rngx.UncoveredRandomWarning)]
+    assert len(ours) == 1 and "torch.Tensor.cauchy_" in str(ours[0].message)
+    for call, name in ((lambda: torch.poisson(torch.ones(3)), "torch.poisson"),
+                       (lambda: TF.rrelu(x35, training=True), "rrelu"),
+                       (lambda: torch.empty(3).log_normal_(), "log_normal_"),
+                       (lambda: TF.fractional_max_pool2d(torch.ones(1, 1, 4, 4), 2, output_size=2), "fractional"),
+                       (lambda: torch.rand(3, generator=torch.Generator()), "torch.rand")):
+        with pytest.raises(RuntimeError, match=name), torch_rngx.mode(seed=1, uncovered="error"):
+            call()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch_rngx.mode(seed=1, uncovered="ignore"):
+            torch.empty(3).geometric_(0.5)
+
+
+def test_explicit_torch_generator_stays_torchs():
+    with torch_rngx.mode(seed=1, uncovered="ignore"):
+        got = torch.rand(4, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(got, torch.rand(4, generator=torch.Generator().manual_seed(3)))
+
+
+def test_nested_modes_innermost_routes():
+    outer, inner = Generator(1), Generator(2)
+    with torch_rngx.mode(generator=outer):
+        a = torch.rand(4)
+        with torch_rngx.mode(generator=inner):
+            b = torch.randn_like(a)
+        c = torch.rand(4)
+    g = Generator(1)
+    assert torch.equal(a, torch_rngx.rand_like(a, generator=g)) and torch.equal(c, torch_rngx.rand_like(a, generator=g))
+    assert torch.equal(b, torch_rngx.randn_like(a, generator=Generator(2)))
+    assert torch.randn_like is torch_rngx._mode._ORIGINALS["randn_like"], "the binding outlived the modes"
+
+
+def test_threads_each_their_own():
+    """A thread without the mode keeps torch's functions while another thread is inside it, eager and compiled."""
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.randn_like(x) + torch.rand(4), fullgraph=True)
+    inside, barrier, results = threading.Barrier(2), threading.Barrier(2), {}
+
+    def in_mode():
+        with torch_rngx.mode(generator=Generator(6)):
+            inside.wait()
+            results["eager"] = torch.randn_like(torch.zeros(4)) + torch.rand(4)
+            results["compiled_mode"] = f(torch.zeros(4))
+            barrier.wait()
+
+    def plain():
+        inside.wait()
+        gen_state = torch.get_rng_state()
+        results["plain"] = torch.randn_like(torch.zeros(4))
+        results["plain_compiled"] = f(torch.zeros(4))
+        results["torch_drew"] = not torch.equal(gen_state, torch.get_rng_state())
+        barrier.wait()
+
+    threads = [threading.Thread(target=t) for t in (in_mode, plain)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    g = Generator(6)
+    want = torch_rngx.randn_like(torch.zeros(4), generator=g) + torch_rngx.rand_like(torch.zeros(4), generator=g)
+    assert torch.equal(results["eager"], want)
+    assert results["torch_drew"], "the thread outside the mode must draw from torch's generator"
+    ours = torch_rngx.randn_like(torch.zeros(4), generator=Generator(6))
+    assert not torch.equal(results["plain"], ours)
+    assert not torch.equal(results["plain_compiled"], results["compiled_mode"])
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(ValueError, match="not both"):
+        torch_rngx.mode(seed=1, generator=Generator(1))
+    with pytest.raises(ValueError, match="uncovered"):
+        torch_rngx.mode(uncovered="loud")
+    with pytest.raises(TypeError, match="generator"):
+        torch_rngx.mode(generator=torch.Generator())
+    with pytest.raises(ValueError, match="p"), torch_rngx.mode(seed=1):
+        TF.dropout(x35, 1.5)
