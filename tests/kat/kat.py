@@ -12,7 +12,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-import reference as ref  # noqa: E402
 
 STREAM = "1.0"
 JSON_PATH = os.path.join(HERE, f"stream-{STREAM}.json")
@@ -66,20 +65,20 @@ def _signed(v):
 
 
 # ---- torch_rngx ----
-def rngx_bits(op, dtype, layout):
-    """torch_rngx's values of a case, flat, as unsigned bit patterns (Python ints)."""
+def rngx_bits(op, dtype, layout, device="cpu"):
+    """torch_rngx's values of a case on `device` (state and input there too), flat, as unsigned bit patterns."""
     import torch
     import torch_rngx.functional as F
 
     shape, state, gshape, gstart = LAYOUTS[layout]
     params = OPS[op][1]
     tdt = getattr(torch, dtype)
-    st = torch.tensor(np.vectorize(_signed)(np.array(state, dtype=object)).astype(np.int64))
+    st = torch.tensor(np.vectorize(_signed)(np.array(state, dtype=object)).astype(np.int64), device=device)
     view = {} if gshape is None else {"global_shape": gshape, "global_start": gstart}
     full = input_values(gshape or shape)
     block = full if gshape is None else full[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]
-    x = torch.tensor(block, dtype=tdt) if dtype in FLOATS else None
-    like = torch.empty(shape, dtype=tdt if dtype in FLOATS else torch.float32)
+    x = torch.tensor(block, dtype=tdt, device=device) if dtype in FLOATS else None
+    like = torch.empty(shape, dtype=tdt if dtype in FLOATS else torch.float32, device=device)
     out = {
         "bits": lambda: F.bits(shape, st, dtype=tdt, **view),
         "uniform": lambda: F.uniform(like, st, params.get("low"), params.get("high"), **view),
@@ -93,12 +92,13 @@ def rngx_bits(op, dtype, layout):
     }[op]()
     width = out.element_size() * 8
     flat = out.contiguous().view(-1).view({8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[width])
-    return [int(v) % (1 << width) for v in flat.tolist()]
+    return [int(v) % (1 << width) for v in flat.cpu().tolist()]
 
 
 # ---- the NumPy reference ----
 def ref_bits(op, dtype, layout):
     """The reference's values of a case, computed on the whole (global) tensor and cut to the block."""
+    import reference as ref
     shape, state, gshape, gstart = LAYOUTS[layout]
     params = OPS[op][1]
     full_shape = gshape or shape
