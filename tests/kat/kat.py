@@ -1,7 +1,8 @@
 """The stream's known answers (docs/stream.md, version 1.0): one list of cases, each op x dtype x layout, and how
 torch_rngx and the NumPy reference (tests/reference.py) compute them. `python tests/kat/kat.py` writes
 stream-1.0.json (the answers, from torch_rngx, each checked against the reference first) and stream-1.0.h (the
-same for the CUDA kernels' emulator test, tests/cuda_emu). An op added later is one line in OPS.
+same for the CUDA kernels' emulator test, tests/cuda_emu). An op added later is one line in OPS (and one branch
+in tests/cuda_emu/test_cuda_emu.cpp's check_kat, which calls the CUDA kernel).
 
 Every value is stored as its bit pattern (hex, the dtype's width), so NaN, -0 and every float are exact."""
 import json
@@ -20,16 +21,19 @@ U64 = 1 << 64
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
-# op: (dtypes, parameters). The calls and the reference are in CALLS below.
+# op: (dtypes, parameters, first argument). One line per op: torch_rngx calls functional.<op>(first, state,
+# *parameters) and the reference <op>_ref(shape or x, state, dtype, *parameters). The first argument: "shape"
+# (and dtype=), "like" (a tensor of the output dtype), "x" (the input values in the output dtype), "like+dtype"
+# (a float32 tensor and dtype=).
 OPS = {
-    "bits": (INTS, {}),
-    "uniform": (FLOATS, {"low": -2.0, "high": 3.0}),
-    "quantize_noise": (FLOATS, {"half": 0.5}),
-    "dropout": (FLOATS, {"p": 0.3}),
-    "normal": (FLOATS, {"mean": 0.25, "std": 1.5}),
-    "truncated_normal": (FLOATS, {"mean": 0.5, "std": 2.0, "a": -1.0, "b": 3.3}),
-    "bernoulli": (FLOATS, {"p": 0.3}),
-    "randint": (("uint8", "int8", "int16", "int32", "int64"), {"low": 3, "high": 103}),
+    "bits": (INTS, {}, "shape"),
+    "uniform": (FLOATS, {"low": -2.0, "high": 3.0}, "like"),
+    "quantize_noise": (FLOATS, {"half": 0.5}, "x"),
+    "dropout": (FLOATS, {"p": 0.3}, "x"),
+    "normal": (FLOATS, {"mean": 0.25, "std": 1.5}, "like"),
+    "truncated_normal": (FLOATS, {"mean": 0.5, "std": 2.0, "a": -1.0, "b": 3.3}, "like"),
+    "bernoulli": (FLOATS, {"p": 0.3}, "like"),
+    "randint": (("uint8", "int8", "int16", "int32", "int64"), {"low": 3, "high": 103}, "like+dtype"),
 }
 
 # name: (shape, state, global_shape, global_start). Odd sizes, so a normal pair is cut at the end, and the global
@@ -43,7 +47,7 @@ LAYOUTS = {
     "global": ((2, 3), [123456789, 17], (4, 5), (1, 1)),
 }
 
-CASES = [(op, dtype, layout) for op, (dtypes, _) in OPS.items() for dtype in dtypes for layout in LAYOUTS]
+CASES = [(op, dtype, layout) for op, (dtypes, *_) in OPS.items() for dtype in dtypes for layout in LAYOUTS]
 
 
 def case_name(op, dtype, layout):
@@ -71,25 +75,21 @@ def rngx_bits(op, dtype, layout, device="cpu"):
     import torch_rngx.functional as F
 
     shape, state, gshape, gstart = LAYOUTS[layout]
-    params = OPS[op][1]
+    _, params, first = OPS[op]
     tdt = getattr(torch, dtype)
     st = torch.tensor(np.vectorize(_signed)(np.array(state, dtype=object)).astype(np.int64), device=device)
-    view = {} if gshape is None else {"global_shape": gshape, "global_start": gstart}
-    full = input_values(gshape or shape)
-    block = full if gshape is None else full[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]
-    x = torch.tensor(block, dtype=tdt, device=device) if dtype in FLOATS else None
-    like = torch.empty(shape, dtype=tdt if dtype in FLOATS else torch.float32, device=device)
-    out = {
-        "bits": lambda: F.bits(shape, st, dtype=tdt, **view),
-        "uniform": lambda: F.uniform(like, st, params.get("low"), params.get("high"), **view),
-        "quantize_noise": lambda: F.quantize_noise(x, st, params.get("half"), **view),
-        "dropout": lambda: F.dropout(x, st, params.get("p"), **view),
-        "normal": lambda: F.normal(like, st, params.get("mean"), params.get("std"), **view),
-        "truncated_normal": lambda: F.truncated_normal(like, st, params.get("mean"), params.get("std"),
-                                                       params.get("a"), params.get("b"), **view),
-        "bernoulli": lambda: F.bernoulli(like, st, params.get("p"), **view),
-        "randint": lambda: F.randint(like, st, params.get("low"), params.get("high"), dtype=tdt, **view),
-    }[op]()
+    kwargs = {} if gshape is None else {"global_shape": gshape, "global_start": gstart}
+    if first == "x":
+        full = input_values(gshape or shape)
+        block = full if gshape is None else full[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]
+        arg = torch.tensor(block, dtype=tdt, device=device)
+    elif first == "shape":
+        arg, kwargs["dtype"] = shape, tdt
+    else:
+        arg = torch.empty(shape, dtype=tdt if first == "like" else torch.float32, device=device)
+        if first == "like+dtype":
+            kwargs["dtype"] = tdt
+    out = getattr(F, op)(arg, st, *params.values(), **kwargs)
     width = out.element_size() * 8
     flat = out.contiguous().view(-1).view({8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[width])
     return [int(v) % (1 << width) for v in flat.cpu().tolist()]
@@ -99,23 +99,13 @@ def rngx_bits(op, dtype, layout, device="cpu"):
 def ref_bits(op, dtype, layout):
     """The reference's values of a case, computed on the whole (global) tensor and cut to the block."""
     import reference as ref
+
     shape, state, gshape, gstart = LAYOUTS[layout]
-    params = OPS[op][1]
+    _, params, first = OPS[op]
     full_shape = gshape or shape
-    st = np.array(state, dtype=np.uint64)
     ct = np.float64 if dtype == "float64" else np.float32
-    x = input_values(full_shape).astype(ct)
-    out = {
-        "bits": lambda: ref.bits_ref(full_shape, st, dtype),
-        "uniform": lambda: ref.uniform_ref(full_shape, st, dtype, params["low"], params["high"]),
-        "quantize_noise": lambda: ref.quantize_noise_ref(x, st, dtype, params["half"]),
-        "dropout": lambda: ref.dropout_ref(x, st, dtype, params["p"]),
-        "normal": lambda: ref.normal_ref(full_shape, st, dtype, params["mean"], params["std"]),
-        "truncated_normal": lambda: ref.truncated_normal_ref(full_shape, st, dtype, params["mean"], params["std"],
-                                                             params["a"], params["b"]),
-        "bernoulli": lambda: ref.bernoulli_ref(full_shape, st, dtype, params["p"]),
-        "randint": lambda: ref.randint_ref(full_shape, st, dtype, params["low"], params["high"]),
-    }[op]()
+    arg = input_values(full_shape).astype(ct) if first == "x" else full_shape
+    out = getattr(ref, f"{op}_ref")(arg, np.array(state, dtype=np.uint64), dtype, *params.values())
     out = np.asarray(out)
     out = out.view(np.dtype(f"u{out.dtype.itemsize}")).reshape(full_shape)
     if gshape is not None:
@@ -154,6 +144,11 @@ def write():
     print(f"wrote {len(cases)} cases to {JSON_PATH} and {HEADER_PATH}")
 
 
+def _c_array(v, n, fmt="{}"):
+    """A C initializer of at least n entries, zero-padded."""
+    return "{" + ", ".join(fmt.format(x) for x in list(v) + [0] * (n - len(v))) + "}"
+
+
 def header_text(doc):
     """The cases as C for tests/cuda_emu: one struct per case, bits widened to uint64."""
     lines = [f"/* Written by tests/kat/kat.py from stream-{STREAM}.json: the stream's known answers. */",
@@ -167,14 +162,11 @@ def header_text(doc):
         lay = doc["layouts"][c["layout"]]
         p = list(c["params"].values()) + [0] * (4 - len(c["params"]))
         keys = np.array(lay["state"], dtype=object).reshape(-1).tolist()
-        pad = lambda v, n: list(v) + [0] * (n - len(v))  # noqa: E731
-        g = lay["global_shape"] or [0, 0]
-        g0 = lay["global_start"] or [0, 0]
+        shapes = [_c_array(lay[k] or [], 2) for k in ("shape", "global_shape", "global_start")]
         lines.append(
             f'  {{"{c["name"]}", "{c["op"]}", "{c["dtype"]}", {", ".join(repr(float(v)) for v in p)}, '
-            f'{len(lay["shape"])}, {{{", ".join(map(str, pad(lay["shape"], 2)))}}}, {{{", ".join(map(str, pad(g, 2)))}}}, '
-            f'{{{", ".join(map(str, pad(g0, 2)))}}}, {len(keys) // 2}, {{{", ".join(f"{k}ull" for k in pad(keys, 4))}}}, '
-            f'{len(c["bits"])}, {{{", ".join("0x" + b + "ull" for b in c["bits"])}}}}},')
+            f'{len(lay["shape"])}, {", ".join(shapes)}, {len(keys) // 2}, {_c_array(keys, 4, "{}ull")}, '
+            f'{len(c["bits"])}, {_c_array(["0x" + b for b in c["bits"]], 0, "{}ull")}}},')
     lines += ["};", ""]
     return "\n".join(lines)
 
