@@ -1,4 +1,4 @@
-"""normal, bernoulli and randint against torch at 2^24 float32 elements on 2 threads (`make bench` runs it;
+"""normal, truncated normal, bernoulli and randint against torch at 2^24 float32 elements on 2 threads (`make bench` runs it;
 docs/performance.md, "Distributions"). torch.func._random.normal is timed too where torch has it (2.14+).
 Each round times every candidate in turn; a time is the best round. Ratio = torch's time / ours (> 1: faster)."""
 import time
@@ -51,14 +51,16 @@ def run(budget=0.6):
                          "ratio": times[name] / times["ours"], "target": target[name]})
 
     against = {"torch.randn_like": lambda: torch.randn_like(x)}
-    targets = {"torch.randn_like": 2.0}
+    targets = {"torch.randn_like": 3.0}
     rnd = _func_random_normal()
     if rnd is not None:
         against["torch.func._random.normal"] = rnd
-        targets["torch.func._random.normal"] = 4.0
+        targets["torch.func._random.normal"] = 5.0
     add("randn_like", lambda: torch_rngx.randn_like(x, generator=g), against, targets)
     add("bernoulli_like(p=0.3)", lambda: torch_rngx.bernoulli_like(x, 0.3, generator=g),
-        {"torch.bernoulli": lambda: torch.bernoulli(x, 0.3)}, {"torch.bernoulli": 2.0})
+        {"torch.bernoulli": lambda: torch.bernoulli(x, 0.3)}, {"torch.bernoulli": 6.0})
+    add("nn.init.trunc_normal_", lambda: torch_rngx.nn.init.trunc_normal_(x, generator=g),
+        {"torch.nn.init.trunc_normal_": lambda: torch.nn.init.trunc_normal_(x)}, {"torch.nn.init.trunc_normal_": 2.0})
     add("randint_like(0, 1000), int64", lambda: torch_rngx.randint_like(x, 0, 1000, generator=g),
         {"torch.randint_like": lambda: torch.randint_like(x, 0, 1000, dtype=torch.int64)}, {"torch.randint_like": 2.0})
     return rows

@@ -1,8 +1,9 @@
 """The GPU check (docs/cuda.md): one prepared command for a CUDA machine, about 5 minutes on an H200.
 
 It builds the CUDA extension in place (skipped while the build is newer than csrc/ and setup.py), then checks the
-stream v2 contract (docs/stream.md; a state [seed, offset] counts its offset in 128-bit Philox blocks):
+stream 1.0 contract (docs/stream.md; a state [seed, offset] counts its offset in 128-bit Philox blocks):
 
+0. stream 1.0's known answers (tests/kat/stream-1.0.json), every case on the device.
 1. CUDA == CPU, bit for bit: bits (all 8 integer dtypes), uniform (4 float dtypes, [0, 1) and other bounds),
    quantize_noise, dropout and its backward, split, fold_in (int and tensor data), batched states ((N,1,1,1,2)
    per sample, broadcast ones) and a Generator(device="cuda"); layouts contiguous, channels_last, transposed,
@@ -185,6 +186,17 @@ def check_float_ops():
                         got = fn(xd, state(seed, offset, sdtype, where))
                         t.add(got.device == xd.device and same(got, want), f"{dtype} {lname} {sname} state on {where}")
         t.record("cuda==cpu", name)
+
+
+def check_known_answers():
+    """Stream 1.0's known answers (tests/kat/stream-1.0.json), every case computed on the device."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "kat"))
+    import kat
+
+    t = Tally()
+    for c in kat.load()["cases"]:
+        t.add(kat.rngx_bits(c["op"], c["dtype"], c["layout"], DEV) == [int(b, 16) for b in c["bits"]], c["name"])
+    t.record("stream 1.0", "known answers (tests/kat/stream-1.0.json)")
 
 
 def check_bits():
@@ -720,7 +732,7 @@ def main():
     meta["torch_rngx"] = getattr(rngx, "__version__", None)
     ready = DEV == "cpu" or (torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key("rngx::uniform", "CUDA"))
     record("setup", "device and CUDA kernels", "pass" if ready else "fail", f"torch {torch.__version__}, {meta['gpu'] or DEV}")
-    sections = [("cuda==cpu", check_float_ops), ("cuda==cpu", check_bits), ("cuda==cpu", check_split_fold_in),
+    sections = [("stream 1.0", check_known_answers), ("cuda==cpu", check_float_ops), ("cuda==cpu", check_bits), ("cuda==cpu", check_split_fold_in),
                 ("cuda==cpu", check_batched), ("cuda==cpu", check_global_view), ("cuda==cpu", check_generator), ("cuda==cpu", check_errors),
                 ("cuda==cpu", lambda: check_big(args.size_log2)), ("curand", check_curand),
                 ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs)]

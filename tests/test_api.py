@@ -51,7 +51,11 @@ class TestGenerator:
 
 
 def test_version():
-    assert torch_rngx.__version__ == "0.2.0"
+    """0.3.0 carries stream 1.0's release candidate (docs/stream.md, tests/kat/stream-1.0.json); pyproject.toml says the same."""
+    import os
+    import re
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")) as f:
+        assert re.search(r'^version = "(.*)"$', f.read(), re.M).group(1) == torch_rngx.__version__ == "0.3.0"
 
 
 class TestRandLike:

@@ -4,6 +4,8 @@
 - normal, every dtype, 2^20 samples: Kolmogorov-Smirnov and Anderson-Darling (known parameters) on the
   probability integral transform, randomized within each value's rounding interval for the 16-bit types, whose
   values are discrete; mean, variance, skewness and kurtosis; float32 tail counts |z| > 4 and |z| > 5 (2^24 samples);
+  the paired outputs: the cosine (even) and sine (odd) elements each pass KS and Anderson-Darling, and the two of
+  a pair are uncorrelated, as are their squares (independent normals: Box-Muller's pair is);
 - truncated normal: KS against the truncated CDF;
 - bernoulli (float and tensor p) and randint (small, odd and 2^62-sized ranges): chi-square.
 
@@ -84,6 +86,18 @@ def test_normal_ks_ad_and_moments(dtype, seed):
     assert_ok(ks_ad_ok(pit(z, dtype, np.random.default_rng(seed))))
     if dtype in (torch.float32, torch.float64):  # the 16-bit types' rounding moves the variance by a few 1e-6
         assert_ok(moments_ok(z))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_normal_pair_halves_and_their_independence(dtype):
+    z = F.normal(torch.empty(2 * N, dtype=dtype), key(11)).double().numpy()
+    c, s = z[0::2], z[1::2]
+    for half in (c, s):
+        assert_ok(ks_ad_ok(phi(half)))
+    bound = Z / math.sqrt(N)  # a sample correlation of independent variables has standard deviation 1/sqrt(n)
+    for a, b, what in ((c, s, "z"), (c * c, s * s, "z^2")):
+        r = float(np.corrcoef(a, b)[0, 1])
+        assert_ok((abs(r) < bound, f"corr({what}) = {r:.3g}, bound {bound:.3g}"))
 
 
 def test_normal_tails_float32():

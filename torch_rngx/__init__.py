@@ -14,7 +14,7 @@ __all__ = ["Generator", "UncoveredRandomWarning", "alpha_dropout", "bernoulli_li
            "dropout", "dropout1d", "dropout2d", "dropout3d", "exponential_like", "feature_alpha_dropout", "functional",
            "mode", "multinomial", "nn", "normal_like", "quantize", "rand_like", "randint_like", "randn_like", "randperm",
            "testing", "uniform_like"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modules stay reachable

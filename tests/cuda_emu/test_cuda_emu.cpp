@@ -3,7 +3,8 @@
 // with a scalar and a per-element p, randint, exponential and multinomial's race included), dtype (bits and randint at 8/16/32/64 bits
 // too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
 // memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
-// apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. This checks the GPU code's
+// apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. And the CUDA kernels give stream
+// 1.0's known answers (tests/kat/stream-1.0.h, generated from tests/kat/stream-1.0.json). This checks the GPU code's
 // indexing, key lookup, word fetching and math where CI has no GPU; the real GPU run is benchmarks/gpu_check.py.
 // The C kernels themselves are checked against the spec in tests/c.
 //
@@ -20,6 +21,7 @@
 #include "convert.h"
 #include "ops.h"
 #include "ops_cuda.h"
+#include "stream-1.0.h"
 
 #ifdef RNGX_REAL_CUDA
 #include <cuda_runtime.h>
@@ -426,17 +428,99 @@ void check_split_fold_in() {
   CHECK(d_out.read() == untouched);
 }
 
+// ---- stream 1.0's known answers ----
+
+rngx_dtype kat_dtype(const std::string &d) {
+  if (d == "float16") return RNGX_FLOAT16;
+  if (d == "bfloat16") return RNGX_BFLOAT16;
+  if (d == "float32") return RNGX_FLOAT32;
+  if (d == "float64") return RNGX_FLOAT64;
+  if (d == "int8" || d == "uint8") return RNGX_BITS8;
+  if (d == "int16" || d == "uint16") return RNGX_BITS16;
+  if (d == "int32" || d == "uint32") return RNGX_BITS32;
+  return RNGX_BITS64;
+}
+
+// The input of the ops that read one (tests/kat/kat.py: input_values) at row-major index i of the global tensor.
+void kat_input(rngx_dtype dt, int64_t i, unsigned char *p) {
+  const double v = (double)((i * 7) % 11 - 5) * 0.375;
+  const float f = (float)v;
+  const uint16_t h = dt == RNGX_FLOAT16 ? rngx_f32_to_f16(f) : rngx_f32_to_bf16(f);
+  if (dt == RNGX_FLOAT64) std::memcpy(p, &v, 8);
+  else if (dt == RNGX_FLOAT32) std::memcpy(p, &f, 4);
+  else std::memcpy(p, &h, 2);
+}
+
+// Each case's params as the Python layer derives them (rngx_*_params), then the CUDA kernel, its bits compared.
+void check_kat() {
+  for (const rngx_kat_case &c : RNGX_KAT) {
+    const std::string op = c.op;
+    const rngx_dtype dt = kat_dtype(c.dtype);
+    const int64_t es = elem_size(dt);
+    const bool view = c.global_shape[0] != 0;
+    std::vector<int64_t> strides(c.ndim, 1), pos(c.ndim, 0), key_strides(1, 2);
+    for (int d = c.ndim - 2; d >= 0; --d) strides[d] = strides[d + 1] * c.shape[d + 1];
+    const int64_t n = c.shape[0] * (c.ndim == 2 ? c.shape[1] : 1);
+    std::vector<unsigned char> in(n * es), out(n * es, 0xAB);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = c.ndim == 2 ? i / c.shape[1] : 0, col = c.ndim == 2 ? i % c.shape[1] : i;
+      kat_input(dt, view ? (c.global_start[0] + r) * c.global_shape[1] + c.global_start[1] + col : i, &in[i * es]);
+    }
+    const std::vector<int64_t> pairs(c.keys, c.keys + 2 * c.nkeys);
+    const Dev<int64_t> d_pairs(pairs);
+    const Dev<unsigned char> d_in(in), d_out(out);
+    rngx_job job{};
+    job.dtype = dt;
+    job.ndim = c.ndim;
+    job.sizes = c.shape;
+    job.in = {d_in.get(), strides.data()};
+    job.out = {d_out.get(), strides.data()};
+    job.keys.pairs = d_pairs.get();
+    job.keys.event = c.nkeys == 2 ? c.shape[1] : n;
+    if (c.nkeys == 2) {
+      job.keys.key_dims = 1;
+      job.keys.key_strides = key_strides.data();
+    }
+    if (view) rngx_global_view(&job.keys, c.ndim, c.shape, c.global_shape, c.global_start, pos.data());
+    rngx_params p{};
+    int rc = -1;
+    if (op == "bits") rc = rngx_cuda_bits(&job, nullptr);
+    if (op == "uniform") p = rngx_uniform_params(dt, c.p0, c.p1), rc = rngx_cuda_uniform(&job, nullptr, &p);
+    if (op == "quantize_noise") p = rngx_noise_params(c.p0), rc = rngx_cuda_quantize_noise(&job, nullptr, &p);
+    if (op == "dropout") p = rngx_dropout_params(c.p0), rc = rngx_cuda_dropout(&job, nullptr, &p);
+    if (op == "normal") p = rngx_normal_params(c.p0, c.p1), rc = rngx_cuda_normal(&job, nullptr, &p);
+    if (op == "truncated_normal" && rngx_truncnorm_params(dt, c.p0, c.p1, c.p2, c.p3, &p) == 0)
+      rc = rngx_cuda_truncnorm(&job, nullptr, &p);
+    if (op == "bernoulli") {
+      job.in.data = nullptr;
+      p = rngx_dropout_params(c.p0), rc = rngx_cuda_bernoulli(&job, nullptr, &p);
+    }
+    if (op == "randint")
+      p = rngx_randint_params((int64_t)c.p0, (uint64_t)(c.p1 - c.p0)), rc = rngx_cuda_randint(&job, nullptr, &p);
+    CHECK_MSG(rc == 0, "  %s: not run\n", c.name);
+    const std::vector<unsigned char> got = d_out.read();
+    bool ok = c.n == n;
+    for (int64_t i = 0; i < n && ok; ++i) {
+      uint64_t v = 0;
+      std::memcpy(&v, &got[i * es], es);  // little-endian: the low bytes
+      ok = v == c.bits[i];
+    }
+    CHECK_MSG(ok, "  %s: the CUDA kernel's bits differ from stream 1.0's\n", c.name);
+  }
+}
+
 }  // namespace
 
 int main() {
   check_ops();
   check_global_view();
   check_split_fold_in();
-  std::printf("%ld op comparisons\n", compares);
+  check_kat();
+  std::printf("%ld op comparisons, %zu known answers\n", compares, sizeof RNGX_KAT / sizeof *RNGX_KAT);
   return check_summary();
 }
 
 // On a machine with a GPU and nvcc (not part of `make`), with the C kernels built as the Makefile builds them:
 //   mkdir -p /tmp/rc && for f in csrc/kernels/*.c; do cc -std=c11 -O2 -ffp-contract=off -Icsrc -c -o /tmp/rc/$(basename $f .c).o $f; done
-//   for f in csrc/kernels/ops_cuda.cu tests/cuda_emu/test_cuda_emu.cpp; do nvcc -std=c++17 -O2 -arch=native -DRNGX_REAL_CUDA -Icsrc/kernels -Itests/c -c -x cu -o /tmp/rc/$(basename $f).o $f; done
+//   for f in csrc/kernels/ops_cuda.cu tests/cuda_emu/test_cuda_emu.cpp; do nvcc -std=c++17 -O2 -arch=native -DRNGX_REAL_CUDA -Icsrc/kernels -Itests/c -Itests/kat -c -x cu -o /tmp/rc/$(basename $f).o $f; done
 //   nvcc -arch=native -o /tmp/rc/test_cuda_real /tmp/rc/*.o && /tmp/rc/test_cuda_real
