@@ -2,6 +2,9 @@
 interpreter on the CPU (TRITON_INTERPRET=1, set in conftest.py before anything imports triton), which computes
 with NumPy: every float step there is an IEEE operation rounded to its type, as on the GPU with
 enable_fp_fusion=False (benchmarks/gpu_check.py runs the same kernels natively)."""
+import os
+import sys
+
 import pytest
 import torch
 import triton
@@ -172,3 +175,36 @@ def test_params_name_bad_arguments():
         rt.view((4, 6), torch.zeros(3, 6, 2, dtype=torch.int64))
     with pytest.raises(ValueError, match="global_shape and global_start"):
         rt.view((4, 6), make_state(1, 0), global_shape=(8, 6))
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from triton_fused_dropout import fused_dropout_add  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("batched", [False, True])
+def test_fused_example_forward_and_backward(dtype, batched):
+    g = torch.Generator().manual_seed(5)
+    x, residual = (torch.randn(5, 3, 70, generator=g).to(dtype) for _ in range(2))
+    bias = torch.randn(70, generator=g).to(dtype)
+    state = make_state(7, 2**32 - 2)
+    if batched:  # one key per sample
+        state = torch.stack([torch.arange(5) + 3, torch.arange(5) * 1000], -1).reshape(5, 1, 1, 2).contiguous()
+    grad = torch.randn(x.shape, generator=g).to(dtype)
+    results = []
+    for fn in (fused_dropout_add, lambda x, b, r, s, p: F.dropout(x + b, s, p) + r):
+        leaves = [t.clone().requires_grad_() for t in (x, bias, residual)]
+        out = fn(*leaves, state, 0.3)
+        results.append((out, *torch.autograd.grad(out, leaves, grad)))
+    for fused, eager in zip(*results):
+        same_bits(fused, eager)
+
+
+def test_fused_example_names_bad_arguments():
+    x = torch.randn(4, 6)
+    with pytest.raises(ValueError, match="bias must have shape"):
+        fused_dropout_add(x, torch.randn(4), x, make_state(1, 0), 0.5)
+    with pytest.raises(TypeError, match="residual must be a tensor of x's dtype"):
+        fused_dropout_add(x, torch.randn(6), x.double(), make_state(1, 0), 0.5)
+    with pytest.raises(ValueError, match="p must be in"):
+        fused_dropout_add(x, torch.randn(6), x, make_state(1, 0), -0.1)
