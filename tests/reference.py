@@ -305,23 +305,25 @@ def _cos_small(x, full):
     return (1.0 - 0.5 * y) + (y * y) * p
 
 
-def cos_turns_ref(t, b, full):
-    """cos(2 pi t / 2^b), the angle folded exactly (integers) into [0, pi/4]."""
+def polar_ref(r, t, b, full):
+    """(r cos a, r sin a), a = 2 pi t / 2^b, the angle folded exactly (integers) into [0, pi/4]."""
     t = np.asarray(t, dtype=np.uint64)
     half, quarter, eighth = (np.uint64(1 << (b - n)) for n in (1, 2, 3))
-    t = np.where(t > half, np.uint64(2) * half - t, t)
-    neg = t > quarter
-    t = np.where(neg, half - t, t)
-    use_sin = t > eighth
-    t = np.where(use_sin, quarter - t, t)
+    sin_neg = t > half
+    t = np.where(sin_neg, np.uint64(2) * half - t, t)
+    cos_neg = t > quarter
+    t = np.where(cos_neg, half - t, t)
+    swap = t > eighth
+    t = np.where(swap, quarter - t, t)
     x = t.astype(np.float64) * (PI * 2.0 ** (1 - b))
-    c = np.where(use_sin, _sin_small(x, full), _cos_small(x, full))
-    return np.where(neg, -c, c)
+    sn, cs = _sin_small(x, full), _cos_small(x, full)
+    c, s = np.where(swap, sn, cs), np.where(swap, cs, sn)
+    return r * np.where(cos_neg, -c, c), r * np.where(sin_neg, -s, s)
 
 
-def normal_z(w, dtype):
-    """The standard normal z (float64) of each element from its words: 2 per element (u1 = (w0 + 1) 2^-32,
-    t = w1), float64 4 (u1 = (m53(w0, w1) + 1) 2^-53, t = m53(w2, w3))."""
+def normal_pair(w, dtype):
+    """Both normals (float64) of each pair from its words (npairs, 2k): u1 = (w0 + 1) 2^-32, t = w1; float64
+    u1 = (m53(w0, w1) + 1) 2^-53, t = m53(w2, w3)."""
     if dtype == "float64":
         m = ((w[:, 0] & np.uint64(0x1FFFFF)) << _32) | w[:, 1]
         t = ((w[:, 2] & np.uint64(0x1FFFFF)) << _32) | w[:, 3]
@@ -330,14 +332,21 @@ def normal_z(w, dtype):
     else:
         v, t, b, full = w[:, 0].astype(np.float64) + 1.0, w[:, 1], 32, False
     u1 = v * 2.0**-b
-    return np.sqrt(-2.0 * log_ref(u1, full)) * cos_turns_ref(t, b, full)
+    return polar_ref(np.sqrt(-2.0 * log_ref(u1, full)), t, b, full)
 
 
-NORMAL_WORDS = {"float16": 2, "bfloat16": 2, "float32": 2, "float64": 4}
+def normal_z(shape, state, dtype):
+    """The standard normal z (float64) of each logical element: element j of its key takes pair j // 2 (words
+    2k (j // 2) ... 2k (j // 2) + 2k - 1, k = 2 for float64 else 1), the cosine when j is even, else the sine."""
+    k = 2 if dtype == "float64" else 1
+    seed, offset, j = (a.reshape(-1) for a in np.broadcast_arrays(*per_element_keys(shape, state)))
+    t = (j // np.uint64(2))[:, None] * np.uint64(2 * k) + np.arange(2 * k, dtype=np.uint64)
+    c, s = normal_pair(word(seed[:, None], offset[:, None], t), dtype)
+    return np.where(j % np.uint64(2) == 0, c, s)
 
 
 def normal_ref(shape, state, dtype, mean=0.0, std=1.0):
-    z = normal_z(element_words(shape, state, NORMAL_WORDS[dtype]), dtype)
+    z = normal_z(shape, state, dtype)
     if dtype == "float64":
         return round_to_bits(z * std + mean, dtype)
     return round_to_bits(z.astype(np.float32) * np.float32(std) + np.float32(mean), dtype)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import DTYPE_NAMES, FLOAT_DTYPES, INT_VIEW, UINT, layouts, make_state, np_state
-from reference import bernoulli_ref, normal_ref, randint_ref, truncated_normal_ref
+from reference import bernoulli_ref, normal_ref, randint_ref, truncated_normal_ref, word
 
 import torch_rngx
 from torch_rngx import _C
@@ -124,6 +124,29 @@ def test_normal_mean_std_rounding_order():
     assert torch.equal(z16, z.half())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_normal_pairs_share_one_radius_and_any_start_or_count(dtype):
+    """Elements 2p and 2p + 1 are r cos and r sin of one pair: z0^2 + z1^2 = -2 ln u1, u1 from the pair's first
+    word(s). Element i depends on i alone: an odd count is the even one cut short, and a block starting mid-pair
+    (a global view at an odd index) is that slice of the whole."""
+    n = 4001
+    z = F.normal(torch.empty(n + 1, dtype=torch.float64), STATE, dtype=dtype).double()
+    st = np_state(STATE)
+    t = np.arange(0, n + 1, 2, dtype=np.uint64) * np.uint64(2 if dtype == torch.float64 else 1)
+    w0 = word(st[0], st[1], t).astype(np.float64)
+    if dtype == torch.float64:
+        w1 = word(st[0], st[1], t + np.uint64(1)).astype(np.float64)
+        u1 = ((w0 % 2**21) * 2.0**32 + w1 + 1) * 2.0**-53
+    else:
+        u1 = (w0 + 1) * 2.0**-32
+    r2 = (z[0::2] ** 2 + z[1::2] ** 2).numpy()
+    np.testing.assert_allclose(r2, -2 * np.log(u1), rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=1e-6)
+    assert torch.equal(F.normal(torch.empty(n, dtype=dtype), STATE), z[:n].to(dtype))
+    for start in (1, 3, 7):
+        block = F.normal(torch.empty(5, dtype=dtype), STATE, global_shape=(n + 1,), global_start=(start,))
+        assert torch.equal(block, z[start:start + 5].to(dtype)), start
+
+
 def test_stateful_functions_follow_manual_seed_and_generators():
     x = torch.empty(5, 7)
     fns = {
@@ -153,8 +176,10 @@ def test_stateful_functions_follow_manual_seed_and_generators():
 
 
 def test_blocks_used_per_op():
-    assert torch_rngx.blocks_used(10, torch.float32, "normal") == 5
-    assert torch_rngx.blocks_used(10, torch.float64, "normal") == 10
+    assert torch_rngx.blocks_used(10, torch.float32, "normal") == 3  # 5 pairs of 2 words
+    assert torch_rngx.blocks_used(9, torch.float32, "normal") == 3  # the 5th pair's second word is in block 2
+    assert torch_rngx.blocks_used(10, torch.float64, "normal") == 5
+    assert torch_rngx.blocks_used(9, torch.float64, "normal") == 5
     assert torch_rngx.blocks_used(10, torch.float16, "truncated_normal") == 5
     assert torch_rngx.blocks_used(10, torch.float32, "bernoulli") == 3
     assert torch_rngx.blocks_used(10, torch.int8, "randint") == 5

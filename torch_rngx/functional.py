@@ -3,8 +3,8 @@
 `state` is a key `[seed, offset]`, an int64 or uint64 tensor of shape (2,) (both read as unsigned 64-bit; the
 offset counts 128-bit Philox blocks), exactly a `torch.func._random` key. The element at logical (row-major)
 index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at block `offset` (k = 2 for float64,
-else 1; normal, truncated_normal and randint take more: blocks_used). A batched state of shape (*B, 2) gives each
-slice of the output its own key. See docs/stream.md.
+else 1; normal makes elements 2p and 2p + 1 from the words of both; truncated_normal and randint take more:
+blocks_used). A batched state of shape (*B, 2) gives each slice of the output its own key. See docs/stream.md.
 
 Keys:
     key(seed, device=None, dtype=torch.int64) -> state
@@ -34,8 +34,9 @@ _U64 = 1 << 64
 
 def blocks_used(numel, dtype, op=None):
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
-    k the words per element: 2 for float64, int64 and uint64, else 1; for op="normal" 2 (float64: 4), for
-    "truncated_normal" 2, for "randint" 2 (int64: 4). A Generator advances its offset by this much per call."""
+    k the words per element: 2 for float64, int64 and uint64, else 1 (op="normal" too: a pair of elements shares
+    2k words); for "truncated_normal" 2, for "randint" 2 (int64: 4). A Generator advances its offset by this much
+    per call."""
     if isinstance(numel, bool) or not isinstance(numel, (int, torch.SymInt)):
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
     if isinstance(numel, int) and numel < 0:
@@ -58,8 +59,7 @@ def blocks_of(numel, dtype, op=None):
 _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
           for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}  # stream words per element
 # Ops that take more words per element (csrc/kernels/ops.h: rngx_normal_words and the like; docs/stream.md).
-_OP_WORDS = {**{("normal", d): 4 if d == torch.float64 else 2 for d in _checks.FLOAT_DTYPES},
-             **{("truncated_normal", d): 2 for d in _checks.FLOAT_DTYPES},
+_OP_WORDS = {**{("truncated_normal", d): 2 for d in _checks.FLOAT_DTYPES},
              **{("randint", d): 4 if d == torch.int64 else 2 for d in _checks.RANDINT_DTYPES}}
 _OP_DTYPES = {None: tuple(_WORDS), "uniform": _checks.FLOAT_DTYPES, "normal": _checks.FLOAT_DTYPES,
               "truncated_normal": _checks.FLOAT_DTYPES, "bernoulli": _checks.FLOAT_DTYPES,
@@ -123,8 +123,8 @@ def dropout(x, state, p, *, global_shape=None, global_start=None):
 
 
 def normal(like, state, mean=0.0, std=1.0, *, dtype=None, global_shape=None, global_start=None):
-    """N(mean, std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): Box-Muller with the
-    project's own log and cos (docs/stream.md, "normal"), z * std + mean. Not differentiable."""
+    """N(mean, std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): paired Box-Muller with
+    the project's own log, cos and sin (docs/stream.md, "normal"), z * std + mean. Not differentiable."""
     params = _checks.for_normal(like, state, mean, std, dtype, global_shape, global_start)
     return _autograd.sample("normal", like, state, *params)
 

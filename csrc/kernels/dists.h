@@ -33,7 +33,7 @@ RNGX_FN double rngx_log(double x, int full) {
   const uint64_t b = rngx_f64_bits(x);
   double m = rngx_bits_f64((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
   const int big = m > RNGX_SQRT2;
-  m = big ? m * 0.5 : m;
+  m = rngx_bits_f64(rngx_f64_bits(m) - ((uint64_t)big << 52)); /* m * 0.5 when big: exact */
   /* k + 1023 = the biased exponent (+ 1 when big), as a double through the exact small-integer conversion */
   const double dk = rngx_small_to_f64((b >> 52) + (uint64_t)big) - 1023.0;
   const double f = m - 1.0, s = f / (2.0 + f), z = s * s, hfsq = 0.5 * f * f;
@@ -86,39 +86,58 @@ RNGX_FN double rngx_cos_small(double x, int full) {
   return (1.0 - 0.5 * y) + (y * y) * p;
 }
 
-/* cos(2 pi t / 2^b) for an integer 0 <= t < 2^b, 3 <= b <= 53, reduced exactly with integers to an angle in
- * [0, pi/4]: cos(2 pi - a) = cos a, cos(pi - a) = -cos a, cos(pi/2 - a) = sin a. The angle is
- * t' * (pi * 2^(1 - b)) rounded once, t' <= 2^(b - 3). */
-RNGX_FN double rngx_cos_turns(uint64_t t, int b, int full) {
-  const uint64_t half = 1ull << (b - 1), quarter = half >> 1, eighth = quarter >> 1;
-  t = t > half ? 2 * half - t : t;
-  const int neg = t > quarter;
-  t = neg ? half - t : t;
-  const int use_sin = t > eighth;
-  t = use_sin ? quarter - t : t;
-  const double x = rngx_small_to_f64(t) * (RNGX_PI * rngx_bits_f64((uint64_t)(1024 - b) << 52));
-  const double sn = rngx_sin_small(x, full), cs = rngx_cos_small(x, full); /* both: a select, not a branch */
-  const double c = use_sin ? sn : cs;
-  return neg ? -c : c;
+/* Selects as bit masks, so the compiler keeps them as blends in every SIMD build (AVX2 too) instead of branches.
+ * Negation is the sign bit's flip, as IEEE defines it. */
+RNGX_FN double rngx_select(int cond, double a, double b) {
+  const uint64_t m = 0 - (uint64_t)cond;
+  return rngx_bits_f64((rngx_f64_bits(a) & m) | (rngx_f64_bits(b) & ~m));
+}
+RNGX_FN int64_t rngx_select64(int cond, int64_t a, int64_t b) {
+  const int64_t m = -(int64_t)cond;
+  return (a & m) | (b & ~m);
+}
+RNGX_FN double rngx_negate_if(int cond, double a) { return rngx_bits_f64(rngx_f64_bits(a) ^ ((uint64_t)cond << 63)); }
+
+/* The pair of normals one Box-Muller step makes: r cos(a) (the element with the even index) and r sin(a). */
+typedef struct {
+  double c, s;
+} rngx_pair;
+
+/* r * cos and r * sin of the angle 2 pi t / 2^b, t an integer in [0, 2^b), 3 <= b <= 53, folded exactly with
+ * integers to x in [0, pi/4]: a > pi flips sin's sign (a -> 2 pi - a), a > pi/2 flips cos's (a -> pi - a),
+ * a > pi/4 swaps the two series (a -> pi/2 - a). x = t' * (pi * 2^(1 - b)) rounded once, t' <= 2^(b - 3). */
+RNGX_FN rngx_pair rngx_polar(double r, int64_t t, int b, int full) {
+  const int64_t half = (int64_t)1 << (b - 1), quarter = half >> 1, eighth = quarter >> 1;
+  const int sin_neg = t > half;
+  t = rngx_select64(sin_neg, 2 * half - t, t);
+  const int cos_neg = t > quarter;
+  t = rngx_select64(cos_neg, half - t, t);
+  const int swap = t > eighth;
+  t = rngx_select64(swap, quarter - t, t);
+  const double x = rngx_small_to_f64((uint64_t)t) * (RNGX_PI * rngx_bits_f64((uint64_t)(1024 - b) << 52));
+  const double sn = rngx_sin_small(x, full), cs = rngx_cos_small(x, full);
+  const rngx_pair p = {r * rngx_negate_if(cos_neg, rngx_select(swap, sn, cs)),
+                       r * rngx_negate_if(sin_neg, rngx_select(swap, cs, sn))};
+  return p;
 }
 
-/* Box-Muller, the cosine branch: z = sqrt(-2 ln u1) cos(2 pi t / 2^b), u1 = v * 2^-b in (0, 1]. */
-RNGX_FN double rngx_box_muller(double v, int b, uint64_t t, int full) {
+/* Box-Muller, both branches: r = sqrt(-2 ln u1), u1 = v * 2^-b in (0, 1]. */
+RNGX_FN rngx_pair rngx_box_muller(double v, int b, int64_t t, int full) {
   const double u1 = v * rngx_bits_f64((uint64_t)(1023 - b) << 52);
-  return sqrt(-2.0 * rngx_log(u1, full)) * rngx_cos_turns(t, b, full);
+  return rngx_polar(sqrt(-2.0 * rngx_log(u1, full)), t, b, full);
 }
 
-/* float32, float16, bfloat16: two words, u1 = (w0 + 1) 2^-32, t = w1; float64: four words, u1 = (m53(w0, w1) + 1)
- * 2^-53, t = m53(w2, w3). */
-RNGX_FN double rngx_normal32(uint32_t w0, uint32_t w1) {
-  return rngx_box_muller(rngx_small_to_f64(w0) + 1.0, 32, w1, 0);
+/* One pair of elements from its words. float32, float16, bfloat16: two words, u1 = (w0 + 1) 2^-32, t = w1;
+ * float64: four words, u1 = (m53(w0, w1) + 1) 2^-53, t = m53(w2, w3). */
+RNGX_FN rngx_pair rngx_normal32(uint32_t w0, uint32_t w1) {
+  return rngx_box_muller(rngx_small_to_f64(w0) + 1.0, 32, (int64_t)w1, 0);
 }
 
-RNGX_FN double rngx_normal64(const uint32_t *w) {
+RNGX_FN rngx_pair rngx_normal64(const uint32_t *w) {
   const uint64_t m = ((uint64_t)(w[0] & 0x1FFFFFu) << 32) | w[1], t = ((uint64_t)(w[2] & 0x1FFFFFu) << 32) | w[3];
   /* m + 1 <= 2^53 in two exact pieces */
   const double v = rngx_small_to_f64(m >> 32) * 0x1p32 + (rngx_small_to_f64(m & 0xFFFFFFFFu) + 1.0);
-  return rngx_box_muller(v, 53, t, 1);
+  return rngx_box_muller(v, 53, (int64_t)t, 1);
 }
 
 /* ---- truncated normal: the inverse CDF ---- */

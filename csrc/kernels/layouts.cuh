@@ -3,7 +3,9 @@
 // An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
 // (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).
 // Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
-// covers a group that starts a key's segment or lies inside one with its first word on lane 0. Elements, words and
+// covers a group that starts a key's segment or lies inside one with its first word on lane 0. A paired op
+// (kPaired, normal) instead has `void pair(const uint32_t *w, T &c, T &s) const`: the two elements 2p and 2p + 1
+// of a key's stream from their 2K words (group_values). Elements, words and
 // offsets are 64-bit throughout.
 #ifndef RNGX_LAYOUTS_CUH
 #define RNGX_LAYOUTS_CUH
@@ -52,30 +54,33 @@ struct Keys {
   }
 };
 
-// w[0 .. 4K) = words first ... first + 4K - 1 of key (seed, offset): K Philox blocks when first % 4 == 0, one
-// more otherwise.
-template <int K>
-__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t first, uint32_t (&w)[4 * K]) {
+// w[0 .. NW) = words first ... first + NW - 1 of key (seed, offset): the ceil(NW / 4) Philox blocks from first's,
+// and one more when the words run past them.
+template <int NW>
+__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t first, uint32_t (&w)[NW]) {
+  constexpr int NB = (NW + 3) / 4;
   const uint64_t b = offset + (first >> 2);
   const unsigned s = (unsigned)first & 3u;
-  uint32_t a[4 * K + 4];
+  uint32_t a[4 * NB + 4];
 #pragma unroll
-  for (int q = 0; q < K; ++q) {
+  for (int q = 0; q < NB; ++q) {
     const rngx_ctr c = rngx_block(seed, b + q);
 #pragma unroll
     for (int r = 0; r < 4; ++r) a[4 * q + r] = c.v[r];
   }
   if (s == 0) {
 #pragma unroll
-    for (int j = 0; j < 4 * K; ++j) w[j] = a[j];
+    for (int j = 0; j < NW; ++j) w[j] = a[j];
     return;
   }
-  const rngx_ctr c = rngx_block(seed, b + K);
+  if (s + NW > 4 * NB) {
+    const rngx_ctr c = rngx_block(seed, b + NB);
 #pragma unroll
-  for (int r = 0; r < 4; ++r) a[4 * K + r] = c.v[r];
+    for (int r = 0; r < 4; ++r) a[4 * NB + r] = c.v[r];
+  }
   // Constant indices only, so `a` stays in registers.
 #pragma unroll
-  for (int j = 0; j < 4 * K; ++j) w[j] = s == 1 ? a[j + 1] : s == 2 ? a[j + 2] : a[j + 3];
+  for (int j = 0; j < NW; ++j) w[j] = s == 1 ? a[j + 1] : s == 2 ? a[j + 2] : a[j + 3];
 }
 
 // The key of a job with one key (key_dims == 0), read once per thread; zeros otherwise.
@@ -96,7 +101,7 @@ __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, ui
   uint64_t seed = seed0, offset = offset0, pos = keys.first;
   if (keys.seg_dims != 0) keys.segment(q, seed0, offset0, seed, offset, pos);
   if (j + 4 <= keys.event) {
-    fetch_words<K>(seed, offset, (uint64_t)K * (pos + (uint64_t)j), w);
+    fetch_words<4 * K>(seed, offset, (uint64_t)K * (pos + (uint64_t)j), w);
     return;
   }
 #pragma unroll
@@ -105,6 +110,68 @@ __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, ui
     keys.segment(qe, seed0, offset0, seed, offset, pos);
 #pragma unroll
     for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (pos + (uint64_t)je) + r);
+  }
+}
+
+template <class Op, class = void>
+struct IsPaired {
+  static constexpr bool value = false;
+};
+template <class Op>
+struct IsPaired<Op, decltype((void)Op::kPaired)> {
+  static constexpr bool value = Op::kPaired;
+};
+
+// A paired op's element at stream index e of key (seed, offset): the pair e / 2's value, cos or sin by e's parity.
+template <class Op>
+__device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t seed, uint64_t offset, uint64_t e) {
+  constexpr int K = Op::K;
+  uint32_t w[2 * K];
+#pragma unroll
+  for (int r = 0; r < 2 * K; ++r) w[r] = rngx_key_word(seed, offset, (uint64_t)K * (e & ~1ull) + r);
+  typename Op::T c, s;
+  op.pair(w, c, s);
+  return (e & 1) ? s : c;
+}
+
+// The values y[0 .. 4) of logical elements i0 .. i0 + 3 (x: their inputs, for ops that read one).
+template <class Op>
+__device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uint64_t seed0, uint64_t offset0,
+                                             int64_t i0, const typename Op::T (&x)[4], typename Op::T (&y)[4]) {
+  constexpr int K = Op::K;
+  if constexpr (!IsPaired<Op>::value) {
+    uint32_t w[4 * K];
+    group_words<K>(keys, seed0, offset0, i0, w);
+#pragma unroll  // constant j keeps w in registers
+    for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + K * j);
+  } else {
+    // The pairs that hold the 4 elements: 2 when the first has an even stream index, else 3, from one fetch of
+    // the 3 pairs' words when the group lies in one segment.
+    const int64_t q = keys.seg_dims == 0 ? 0 : i0 / keys.event, j = i0 - q * keys.event;
+    uint64_t seed = seed0, offset = offset0, pos = keys.first;
+    if (keys.seg_dims != 0) keys.segment(q, seed0, offset0, seed, offset, pos);
+    if (j + 4 <= keys.event) {
+      const uint64_t e0 = pos + (uint64_t)j;
+      uint32_t w[6 * K];
+      fetch_words<6 * K>(seed, offset, (uint64_t)K * (e0 & ~1ull), w);
+      typename Op::T a0, a1, b0, b1;
+      op.pair(w, a0, a1);
+      op.pair(w + 2 * K, b0, b1);
+      if (e0 & 1) {
+        typename Op::T c0, c1;
+        op.pair(w + 4 * K, c0, c1);
+        y[0] = a1, y[1] = b0, y[2] = b1, y[3] = c0;
+      } else {
+        y[0] = a0, y[1] = a1, y[2] = b0, y[3] = b1;
+      }
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
+      keys.segment(qe, seed0, offset0, seed, offset, pos);
+      y[e] = paired_value(op, seed, offset, pos + (uint64_t)je);
+    }
   }
 }
 
@@ -160,10 +227,7 @@ __global__ void __launch_bounds__(kThreads)
           if (i0 + j < n) x[j] = in[i0 + j];
       }
     }
-    uint32_t w[4 * Op::K];
-    group_words<Op::K>(keys, seed0, offset0, i0, w);
-#pragma unroll  // constant j keeps w in registers
-    for (int j = 0; j < 4; ++j) y[j] = op(x[j], w + Op::K * j);
+    group_values(op, keys, seed0, offset0, i0, x, y);
     if (full) {
       store4(out + i0, y);
     } else {
@@ -200,11 +264,14 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
         __syncthreads();
         if (c0 + vc < g.C) {
           const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
-          uint32_t w[4 * Op::K];
-          group_words<Op::K>(keys, seed0, offset0, i0, w);
+          T x[4] = {}, y[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            if (l0 + vl + j < g.L) tile[vl + j][vc] = op(Op::kReads ? tile[vl + j][vc] : T(), w + Op::K * j);
+            if (Op::kReads && l0 + vl + j < g.L) x[j] = tile[vl + j][vc];
+          group_values(op, keys, seed0, offset0, i0, x, y);
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (l0 + vl + j < g.L) tile[vl + j][vc] = y[j];
         }
         __syncthreads();
         if (c < g.C)
@@ -235,23 +302,27 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
-    uint32_t w[4 * Op::K];
-    group_words<Op::K>(keys, seed0, offset0, i0, w);
-    int64_t po, pi, inner = 0;
-    locate(g, i0, po, pi, inner);
+    int64_t po[4] = {}, pi, inner = 0;
+    T x[4] = {}, y[4];
+    locate(g, i0, po[0], pi, inner);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       if (i0 + j >= n) break;
       if (j > 0) {
+        po[j] = po[j - 1];
         if (++inner < g.size[last]) {
-          po += g.so[last];
+          po[j] += g.so[last];
           pi += g.si[last];
         } else {
-          locate(g, i0 + j, po, pi, inner);
+          locate(g, i0 + j, po[j], pi, inner);
         }
       }
-      out[po] = op(Op::kReads ? in[pi] : T(), w + Op::K * j);
+      if (Op::kReads) x[j] = in[pi];
     }
+    group_values(op, keys, seed0, offset0, i0, x, y);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (i0 + j < n) out[po[j]] = y[j];
   }
 }
 

@@ -58,6 +58,7 @@ typedef struct {
   int64_t n, so, si; /* strides in elements */
   void *out;
   const void *in;
+  int odd; /* paired ops: the first element is its pair's second (its stream index is odd) */
 } rngx_span;
 
 typedef struct rngx_op rngx_op;
@@ -67,6 +68,7 @@ struct rngx_op {
   rngx_loop_fn loop;
   int reads_input;
   int k; /* words per element when the op takes more than rngx_words_per_element (0: that) */
+  int paired; /* elements 2p and 2p + 1 of a key's stream come from the words of both (normal) */
   rngx_params p;
 };
 
@@ -214,36 +216,60 @@ static inline void dropout_16(rngx_dtype dt, const rngx_op *op, const rngx_span 
 RNGX_CLONES static void dropout_f16(const rngx_op *op, const rngx_span *r) { dropout_16(RNGX_FLOAT16, op, r); }
 RNGX_CLONES static void dropout_bf16(const rngx_op *op, const rngx_span *r) { dropout_16(RNGX_BFLOAT16, op, r); }
 
-/* normal: Box-Muller in double (dists.h), rounded to float32, then z * std + mean in float32 (two roundings). */
-static inline void normal_f32_loop(float mean, float std, const uint32_t *w, int64_t n, float *o, int64_t so) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = (float)rngx_normal32(w[2 * j], w[2 * j + 1]) * std + mean;
+/* normal: one Box-Muller step in double (dists.h) per pair of elements, r cos to the even index and r sin to the
+ * odd one, each rounded to float32 and then z * std + mean in float32 (two roundings). A span that starts on a
+ * pair's second element (`odd`) or ends on a pair's first reads the pair's other words just outside its own:
+ * the walk fills whole blocks around a span, and a pair never straddles a block. The pairs in between run as
+ * one loop with no branch, so it vectorizes. */
+/* Inlined into each clone (one body per dtype), so each is built for its clone's target. */
+#define CLONE_BODY static inline __attribute__((always_inline))
+
+CLONE_BODY void put32(rngx_dtype dt, void *o, int64_t i, float v) {
+  if (dt == RNGX_FLOAT32) ((float *)o)[i] = v;
+  else ((uint16_t *)o)[i] = store16(dt, v);
 }
 
-RNGX_CLONES static void normal_f32(const rngx_op *op, const rngx_span *r) {
-  if (r->so == 1) normal_f32_loop(op->p.mean, op->p.std, r->w, r->n, r->out, 1);
-  else normal_f32_loop(op->p.mean, op->p.std, r->w, r->n, r->out, r->so);
+CLONE_BODY void normal_32_loop(rngx_dtype dt, float mean, float std, const uint32_t *w, int odd, int64_t n,
+                                  void *o, int64_t so) {
+  const int64_t first = odd && n > 0, pairs = (n - first) / 2;
+  if (first) put32(dt, o, 0, (float)rngx_normal32(w[-1], w[0]).s * std + mean);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t j = first + 2 * p;
+    const rngx_pair z = rngx_normal32(w[j], w[j + 1]);
+    put32(dt, o, j * so, (float)z.c * std + mean);
+    put32(dt, o, (j + 1) * so, (float)z.s * std + mean);
+  }
+  const int64_t j = first + 2 * pairs;
+  if (j < n) put32(dt, o, j * so, (float)rngx_normal32(w[j], w[j + 1]).c * std + mean);
 }
 
-static inline void normal_16_loop(rngx_dtype dt, float mean, float std, const uint32_t *w, int64_t n, uint16_t *o,
-                                  int64_t so) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = store16(dt, (float)rngx_normal32(w[2 * j], w[2 * j + 1]) * std + mean);
+CLONE_BODY void normal_32(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) normal_32_loop(dt, op->p.mean, op->p.std, r->w, r->odd, r->n, r->out, 1);
+  else normal_32_loop(dt, op->p.mean, op->p.std, r->w, r->odd, r->n, r->out, r->so);
 }
 
-static inline void normal_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
-  if (r->so == 1) normal_16_loop(dt, op->p.mean, op->p.std, r->w, r->n, r->out, 1);
-  else normal_16_loop(dt, op->p.mean, op->p.std, r->w, r->n, r->out, r->so);
-}
+RNGX_CLONES static void normal_f32(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_FLOAT32, op, r); }
+RNGX_CLONES static void normal_f16(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_FLOAT16, op, r); }
+RNGX_CLONES static void normal_bf16(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_BFLOAT16, op, r); }
 
-RNGX_CLONES static void normal_f16(const rngx_op *op, const rngx_span *r) { normal_16(RNGX_FLOAT16, op, r); }
-RNGX_CLONES static void normal_bf16(const rngx_op *op, const rngx_span *r) { normal_16(RNGX_BFLOAT16, op, r); }
-
-static inline void normal_f64_loop(double mean, double std, const uint32_t *w, int64_t n, double *o, int64_t so) {
-  for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_normal64(w + 4 * j) * std + mean;
+/* float64: two words per element, a pair's four words one block. */
+CLONE_BODY void normal_f64_loop(double mean, double std, const uint32_t *w, int odd, int64_t n, double *o,
+                                   int64_t so) {
+  const int64_t first = odd && n > 0, pairs = (n - first) / 2;
+  if (first) o[0] = rngx_normal64(w - 2).s * std + mean;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t j = first + 2 * p;
+    const rngx_pair z = rngx_normal64(w + 2 * j);
+    o[j * so] = z.c * std + mean;
+    o[(j + 1) * so] = z.s * std + mean;
+  }
+  const int64_t j = first + 2 * pairs;
+  if (j < n) o[j * so] = rngx_normal64(w + 2 * j).c * std + mean;
 }
 
 RNGX_CLONES static void normal_f64(const rngx_op *op, const rngx_span *r) {
-  if (r->so == 1) normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->n, r->out, 1);
-  else normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->n, r->out, r->so);
+  if (r->so == 1) normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->odd, r->n, r->out, 1);
+  else normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->odd, r->n, r->out, r->so);
 }
 
 /* truncated normal: the inverse CDF in double, clamped to [a, b]; <= 32-bit types round it (through float32) and
@@ -501,12 +527,22 @@ static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint
   return words;
 }
 
+/* Elements from i on that the batch holding i may take: all, or for a paired op the rest of i's segment (a later
+ * segment's words would overwrite the partner words words_for leaves around this one's). */
+static int64_t batch_room(const rngx_walk *wk, int64_t i) {
+  const int64_t event = wk->job->keys.event;
+  return wk->op->paired ? event - i % event : INT64_MAX;
+}
+
+/* Whether element i's stream index is odd (paired ops: the second of its pair). */
+static int odd_at(const rngx_walk *wk, int64_t i) { return (int)(lane_of(wk, i) / (uint64_t)wk->k) & 1; }
+
 /* The op's loop on n elements of one row from column col, whose row starts at memory offsets (out, in). */
-static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col) {
+static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col, int odd) {
   const rngx_layout *l = wk->l;
   const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1];
   const rngx_span r = {w, n, so, si, (char *)wk->job->out.data + (out + col * so) * wk->size,
-                      wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0};
+                      wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0, odd};
   wk->op->loop(wk->op, &r);
 }
 
@@ -519,11 +555,12 @@ static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
   cursor_seek(wk->l, begin / row_len, &c);
   int64_t col = begin % row_len;
   for (int64_t i = begin; i < end;) {
-    const int64_t n = min64(end - i, (BATCH_WORDS - (int64_t)lane_of(wk, i)) / wk->k);
+    const int64_t n = min64(min64(end - i, (BATCH_WORDS - (int64_t)lane_of(wk, i)) / wk->k), batch_room(wk, i));
     const uint32_t *w = words_for(wk, i, n, buf);
+    const int odd = wk->op->paired && odd_at(wk, i);
     for (int64_t j = 0; j < n;) {
       const int64_t len = min64(row_len - col, n - j);
-      span_at(wk, w + wk->k * j, len, c.out, c.in, col);
+      span_at(wk, w + wk->k * j, len, c.out, c.in, col, odd ^ (int)(j & 1));
       j += len;
       col += len;
       if (col == row_len) {
@@ -552,8 +589,11 @@ static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
     for (int64_t col = 0; col < row_len; col += width) {
       for (int t = 0; t < rows; ++t) {
         const int64_t start = (row + t) * row_len;
-        const int64_t lo = max64(start + col, begin), hi = min64(start + min64(col + width, row_len), end);
-        if (lo < hi) span_at(wk, words_for(wk, lo, hi - lo, buf), hi - lo, out_row[t], in_row[t], lo - start);
+        const int64_t hi = min64(start + min64(col + width, row_len), end);
+        for (int64_t lo = max64(start + col, begin), n; lo < hi; lo += n) {
+          n = min64(hi - lo, batch_room(wk, lo));
+          span_at(wk, words_for(wk, lo, n, buf), n, out_row[t], in_row[t], lo - start, wk->op->paired && odd_at(wk, lo));
+        }
       }
     }
   }
@@ -627,7 +667,7 @@ void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int6
   execute(job, &op, begin, end);
 }
 
-int rngx_normal_words(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 4 : 2; }
+int rngx_normal_words(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 2 : 1; }
 int rngx_truncnorm_words(rngx_dtype dtype) { (void)dtype; return 2; }
 int rngx_randint_words(rngx_dtype dtype) { return dtype == RNGX_BITS64 ? 4 : 2; }
 
@@ -706,7 +746,7 @@ rngx_params rngx_randint_params(int64_t low, uint64_t range) {
 
 void rngx_normal(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
   const rngx_op op = {.loop = by_dtype(job->dtype, normal_f16, normal_bf16, normal_f32, normal_f64),
-                      .k = rngx_normal_words(job->dtype), .p = *p};
+                      .k = rngx_normal_words(job->dtype), .paired = 1, .p = *p};
   execute(job, &op, begin, end);
 }
 

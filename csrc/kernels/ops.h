@@ -99,7 +99,7 @@ int rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, d
 rngx_params rngx_randint_params(int64_t low, uint64_t range);
 
 /* Words per element of the ops that take more than rngx_words_per_element (docs/stream.md). */
-int rngx_normal_words(rngx_dtype dtype);   /* 2, float64 4 */
+int rngx_normal_words(rngx_dtype dtype);   /* 1, float64 2: a pair of elements per 2 (4) words */
 int rngx_truncnorm_words(rngx_dtype dtype); /* 2 */
 int rngx_randint_words(rngx_dtype dtype);  /* 2, 64-bit 4 */
 /* Phi(x), the standard normal CDF, with the project's own exp (for the truncated normal's bounds). */

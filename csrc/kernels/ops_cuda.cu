@@ -124,24 +124,34 @@ struct DropoutF64 {
   }
 };
 
-// normal: Box-Muller in double (dists.h: plain IEEE operations, never fused under --fmad=false), rounded to
-// float32, then z * std + mean in float32; float64 takes four words and computes in double
+// normal: one Box-Muller step in double (dists.h: plain IEEE operations, never fused under --fmad=false) per pair
+// of elements, r cos to the even stream index and r sin to the odd one (layouts.cuh: group_values), each rounded
+// to float32, then z * std + mean in float32; float64 takes four words per pair and computes in double
 template <class F>
 struct Normal {
   using T = typename F::T;
-  static constexpr int K = 2;
+  static constexpr int K = 1;
   static constexpr bool kReads = false;
+  static constexpr bool kPaired = true;
   float mean, std;
-  __device__ T operator()(T, const uint32_t *w) const {
-    return F::store(__fadd_rn(__fmul_rn(__double2float_rn(rngx_normal32(w[0], w[1])), std), mean));
+  __device__ T value(double z) const { return F::store(__fadd_rn(__fmul_rn(__double2float_rn(z), std), mean)); }
+  __device__ void pair(const uint32_t *w, T &c, T &s) const {
+    const rngx_pair z = rngx_normal32(w[0], w[1]);
+    c = value(z.c);
+    s = value(z.s);
   }
 };
 struct NormalF64 {
   using T = double;
-  static constexpr int K = 4;
+  static constexpr int K = 2;
   static constexpr bool kReads = false;
+  static constexpr bool kPaired = true;
   double mean, std;
-  __device__ T operator()(T, const uint32_t *w) const { return __dadd_rn(__dmul_rn(rngx_normal64(w), std), mean); }
+  __device__ void pair(const uint32_t *w, T &c, T &s) const {
+    const rngx_pair z = rngx_normal64(w);
+    c = __dadd_rn(__dmul_rn(z.c, std), mean);
+    s = __dadd_rn(__dmul_rn(z.s, std), mean);
+  }
 };
 
 // truncated normal: the inverse CDF in double, clamped to [a, b]; <= 32-bit types round it to the type and clamp

@@ -1,6 +1,6 @@
 /* Guarantee: normal, truncated normal, bernoulli and randint compute the numbers docs/stream.md defines, with
- * the accuracy it states. normal's float32 value is within 2 ulp of the transform of the same uniforms in long
- * double (the angle reduced exactly, so cos(pi/2) is 0): checked on 2^24 word pairs plus the edges (u1 = 2^-32 and
+ * the accuracy it states. normal's float32 values (both of a pair: r cos and r sin) are within 2 ulp of the
+ * transform of the same uniforms in long double (the angle reduced exactly, so cos(pi/2) is 0): checked on 2^24 word pairs plus the edges (u1 = 2^-32 and
  * 1, every octant boundary), the largest error printed. float64 against long double, likewise. Phi against
  * erfcl; randint against 128-bit arithmetic; each op's vectorized loop (its target_clones build) against the
  * element formulas of dists.h compiled plainly here, bit for bit. */
@@ -23,19 +23,28 @@ static uint32_t next32(void) { /* splitmix64: test inputs only */
   return (uint32_t)((z ^ (z >> 31)) >> 32);
 }
 
-/* cos(2 pi t / 2^b) in long double, the angle reduced exactly (as in rngx_cos_turns). */
-static long double cos_turns_ld(uint64_t t, int b) {
+/* cos and sin of 2 pi t / 2^b in long double, the angle reduced exactly (as in rngx_polar). */
+static void sincos_turns_ld(uint64_t t, int b, long double *c, long double *s) {
   const uint64_t half = 1ull << (b - 1), quarter = half >> 1;
-  t = t > half ? 2 * half - t : t;
-  const int neg = t > quarter;
-  t = neg ? half - t : t;
+  const int sin_neg = t > half;
+  t = sin_neg ? 2 * half - t : t;
+  const int cos_neg = t > quarter;
+  t = cos_neg ? half - t : t;
   const long double pi = 3.141592653589793238462643383279502884L;
-  const long double c = t > quarter / 2 ? sinl((long double)(quarter - t) * pi / (long double)half)
-                                        : cosl((long double)t * pi / (long double)half);
-  return neg ? -c : c;
+  const int swap = t > quarter / 2;
+  const long double x = (long double)(swap ? quarter - t : t) * pi / (long double)half;
+  const long double sn = sinl(x), cs = cosl(x);
+  *c = cos_neg ? -(swap ? sn : cs) : (swap ? sn : cs);
+  *s = sin_neg ? -(swap ? cs : sn) : (swap ? cs : sn);
 }
 
-static long double normal_ld(long double u1, uint64_t t, int b) { return sqrtl(-2.0L * logl(u1)) * cos_turns_ld(t, b); }
+/* Both normals of a pair in long double. */
+static void normal_ld(long double u1, uint64_t t, int b, long double *c, long double *s) {
+  const long double r = sqrtl(-2.0L * logl(u1));
+  sincos_turns_ld(t, b, c, s);
+  *c *= r;
+  *s *= r;
+}
 
 /* |got - want| in units of the float32 (float64) spacing at want. */
 static double ulps32(float got, long double want) {
@@ -56,19 +65,25 @@ static double ulps64(double got, long double want) {
 static double max_ulp32, max_ulp64, max_abs_z32;
 
 static void check_normal32(uint32_t w0, uint32_t w1) {
-  const float z = (float)rngx_normal32(w0, w1);
-  const double e = ulps32(z, normal_ld(((long double)w0 + 1) * 0x1p-32L, w1, 32));
+  const rngx_pair z = rngx_normal32(w0, w1);
+  long double c, s;
+  normal_ld(((long double)w0 + 1) * 0x1p-32L, w1, 32, &c, &s);
+  const float zc = (float)z.c, zs = (float)z.s;
+  const double ec = ulps32(zc, c), es = ulps32(zs, s), e = ec > es ? ec : es;
   if (e > max_ulp32) max_ulp32 = e;
-  if (fabsf(z) > max_abs_z32) max_abs_z32 = fabsf(z);
-  CHECK_MSG(e <= 2.0, "    normal32(%08x, %08x) = %a: %.3f ulp\n", w0, w1, (double)z, e);
+  if (fabsf(zc) > max_abs_z32) max_abs_z32 = fabsf(zc);
+  if (fabsf(zs) > max_abs_z32) max_abs_z32 = fabsf(zs);
+  CHECK_MSG(e <= 2.0, "    normal32(%08x, %08x) = (%a, %a): %.3f ulp\n", w0, w1, (double)zc, (double)zs, e);
 }
 
 static void check_normal64(const uint32_t *w) {
   const uint64_t m = ((uint64_t)(w[0] & 0x1FFFFFu) << 32) | w[1], t = ((uint64_t)(w[2] & 0x1FFFFFu) << 32) | w[3];
-  const double z = rngx_normal64(w);
-  const double e = ulps64(z, normal_ld(((long double)m + 1) * 0x1p-53L, t, 53));
+  const rngx_pair z = rngx_normal64(w);
+  long double c, s;
+  normal_ld(((long double)m + 1) * 0x1p-53L, t, 53, &c, &s);
+  const double ec = ulps64(z.c, c), es = ulps64(z.s, s), e = ec > es ? ec : es;
   if (e > max_ulp64) max_ulp64 = e;
-  CHECK_MSG(e <= 16.0, "    normal64 = %a: %.3f ulp\n", z, e);
+  CHECK_MSG(e <= 16.0, "    normal64 = (%a, %a): %.3f ulp\n", z.c, z.s, e);
 }
 
 static void check_normal_accuracy(void) {
@@ -88,12 +103,14 @@ static void check_normal_accuracy(void) {
     check_normal64(w);
   }
   const uint32_t zero[4] = {0, 0, 0, 0};
-  const double zmax32 = rngx_normal32(0, 0), zmax64 = rngx_normal64(zero);
+  const double zmax32 = rngx_normal32(0, 0).c, zmax64 = rngx_normal64(zero).c;
   printf("normal: float32 max error %.3f ulp (largest |z| seen %.4f, possible %.6f); float64 max error %.3f ulp "
          "(largest |z| possible %.6f)\n", max_ulp32, max_abs_z32, zmax32, max_ulp64, zmax64);
   CHECK(fabs(zmax32 - sqrt(64 * log(2.0))) < 1e-6);
   CHECK(fabs(zmax64 - sqrt(106 * log(2.0))) < 1e-12);
-  CHECK(rngx_normal32(0xFFFFFFFFu, 123) == 0); /* u1 = 1: z = 0, never log(0) */
+  CHECK(rngx_normal32(0xFFFFFFFFu, 123).c == 0 && rngx_normal32(0xFFFFFFFFu, 123).s == 0); /* u1 = 1: never log(0) */
+  CHECK(rngx_normal32(0, 0x40000000u).s == zmax32 && rngx_normal32(0, 0x40000000u).c == 0); /* a = pi/2, exactly */
+  CHECK(rngx_normal32(0, 0xC0000000u).s == -zmax32 && rngx_normal32(0, 0x80000000u).c == -zmax32);
 }
 
 static void check_cdf_and_ndtri(void) {
@@ -138,7 +155,8 @@ static void run(void (*op)(const rngx_job *, const rngx_params *, int64_t, int64
   const int64_t size = N, strides = stride;
   const rngx_job job = {.keys = {.seed = 77, .offset = 5, .event = N}, .dtype = dt, .ndim = 1, .sizes = &size,
                         .out = {out, &strides}, .in = {(void *)in, &strides}};
-  op(&job, p, 0, N);
+  op(&job, p, 0, 1001); /* two calls, the second from an odd index: mid-pair for normal, as a thread may start */
+  op(&job, p, 1001, N);
 }
 
 static uint32_t WORDS[4 * N];
@@ -155,11 +173,12 @@ static void check_loops(void) {
     run(rngx_normal, &p, RNGX_FLOAT64, d, s, NULL);
     run(rngx_normal, &p, RNGX_FLOAT16, h, s, NULL);
     int ok = 1;
-    for (int i = 0; i < N; ++i) {
-      const float z = (float)rngx_normal32(WORDS[2 * i], WORDS[2 * i + 1]);
+    for (int i = 0; i < N; ++i) { /* element i: pair i / 2 (words 2 (i / 2), +1; float64 4 (i / 2) .. +3), cos or sin */
+      const rngx_pair p32 = rngx_normal32(WORDS[i & ~1], WORDS[i | 1]), p64 = rngx_normal64(WORDS + 2 * (i & ~1));
+      const float z = (float)((i & 1) ? p32.s : p32.c);
       ok &= f[i * s] == z * 1.5f + 0.25f;
       ok &= h[i * s] == rngx_f32_to_f16(z * 1.5f + 0.25f);
-      ok &= d[i * s] == rngx_normal64(WORDS + 4 * i) * 1.5 + 0.25;
+      ok &= d[i * s] == ((i & 1) ? p64.s : p64.c) * 1.5 + 0.25;
     }
     CHECK_MSG(ok, "    normal loops, stride %lld\n", (long long)s);
 
