@@ -32,6 +32,8 @@ def _draw(out_ptr, x_ptr, state_ptr, view_ptr, params_ptr, n, OP: tl.constexpr, 
         v = rt.uniform(seed, offset, j, params_ptr, DTYPE)
     elif OP == "bernoulli":
         v = rt.bernoulli(seed, offset, j, params_ptr, DTYPE)
+    elif OP == "normal":
+        v = rt.normal(seed, offset, j, params_ptr, DTYPE)
     elif OP == "noise":
         v = rt.quantize_noise(tl.load(x_ptr + i, mask=mask), seed, offset, j, params_ptr)
     else:
@@ -109,6 +111,15 @@ def test_dropout_and_bernoulli_equal_ops(dtype, p):
         same_bits(draw("bernoulli", torch.empty_like(x), state, params=params), F.bernoulli(x, state, p))
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mean,std", [(0.0, 1.0), (0.25, 3.0)])
+def test_normal_equals_op(dtype, mean, std):
+    for (seed, offset), shape in zip(KEYS, SHAPES * 2):
+        state = make_state(seed, offset)
+        out = draw("normal", torch.empty(shape, dtype=dtype), state, params=rt.normal_params(dtype, mean, std))
+        same_bits(out, F.normal(torch.empty(shape, dtype=dtype), state, mean, std))
+
+
 @pytest.mark.parametrize("batch", [(4, 1), (1, 6), (4, 6)])
 def test_batched_keys(batch):
     seeds = torch.arange(24, dtype=torch.int64).reshape(4, 6)[: batch[0], : batch[1]]
@@ -134,6 +145,9 @@ def test_global_view(batched, dtype):
               F.dropout(x, state, 0.4, **view))
     same_bits(draw("uniform", torch.empty_like(x), state, params=rt.uniform_params(dtype), **view),
               F.uniform(x, state, **view))
+    # the shard starts at stream position 195: on a pair's sine output
+    same_bits(draw("normal", torch.empty_like(x), state, params=rt.normal_params(dtype), **view),
+              F.normal(x, state, **view))
     # the shard is, bit for bit, that block of the global tensor drawn whole
     whole = draw("uniform", torch.empty(gshape, dtype=dtype), state, params=rt.uniform_params(dtype))
     same_bits(F.uniform(x, state, **view), whole[2:5, 3:8, 5:9])

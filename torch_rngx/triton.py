@@ -174,3 +174,115 @@ def bernoulli(seed, offset, j, params_ptr, DTYPE: tl.constexpr):
         return one.to(tl.float64)
     else:
         return to_dtype(one.to(tl.float32), DTYPE)
+
+
+# ---- device side: normal, with dists.h's own log, sin and cos (docs/stream.md, "normal") ----
+# Each step is one IEEE double operation as dists.h writes it: launch with enable_fp_fusion=False, or compiled
+# Triton fuses the Horner steps' multiply-adds. Constants are Python floats, which Triton makes float64
+# constants where they meet a float64 tensor.
+
+_LN2_HI: tl.constexpr = 6.93147180369123816490e-01
+_LN2_LO: tl.constexpr = 1.90821492927058770002e-10
+_SQRT2: tl.constexpr = 1.41421356237309514547
+_PI: tl.constexpr = 3.14159265358979311600
+
+
+@triton.jit
+def _log(x, FULL: tl.constexpr):
+    """ln x for positive normal doubles: dists.h's rngx_log (j <= 10 terms when FULL, else 5)."""
+    b = x.to(tl.uint64, bitcast=True)
+    m = ((b & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000).to(tl.float64, bitcast=True)
+    big = (m > _SQRT2).to(tl.uint64)
+    m = (m.to(tl.uint64, bitcast=True) - (big << 52)).to(tl.float64, bitcast=True)  # m * 0.5 when big: exact
+    dk = ((b >> 52) + big).to(tl.float64) - 1023.0
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    hfsq = 0.5 * f * f
+    if FULL:
+        r = 2.0 / 21 * z + 2.0 / 19
+        r = r * z + 2.0 / 17
+        r = r * z + 2.0 / 15
+        r = r * z + 2.0 / 13
+        r = r * z + 2.0 / 11
+    else:
+        r = z * 0.0 + 2.0 / 11  # a float64 tensor from here on
+    r = r * z + 2.0 / 9
+    r = r * z + 2.0 / 7
+    r = r * z + 2.0 / 5
+    r = r * z + 2.0 / 3
+    r = r * z
+    return dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + dk * _LN2_LO)) - f)
+
+
+@triton.jit
+def _sin_small(x, FULL: tl.constexpr):
+    y = x * x
+    if FULL:
+        p = 1.0 / 355687428096000.0 * y - 1.0 / 1307674368000.0
+        p = p * y + 1.0 / 6227020800.0
+        p = p * y - 1.0 / 39916800.0
+    else:
+        p = y * 0.0 - 1.0 / 39916800.0
+    p = p * y + 1.0 / 362880.0
+    p = p * y - 1.0 / 5040.0
+    p = p * y + 1.0 / 120.0
+    p = p * y - 1.0 / 6.0
+    return x + x * (y * p)
+
+
+@triton.jit
+def _cos_small(x, FULL: tl.constexpr):
+    y = x * x
+    if FULL:
+        p = 1.0 / 20922789888000.0 * y - 1.0 / 87178291200.0
+        p = p * y + 1.0 / 479001600.0
+        p = p * y - 1.0 / 3628800.0
+    else:
+        p = y * 0.0 - 1.0 / 3628800.0
+    p = p * y + 1.0 / 40320.0
+    p = p * y - 1.0 / 720.0
+    p = p * y + 1.0 / 24.0
+    return (1.0 - 0.5 * y) + (y * y) * p
+
+
+@triton.jit
+def _negate_if(cond, v):
+    """-v where cond, as IEEE negation: the sign bit flipped (0 - v would turn -0 into +0)."""
+    return (v.to(tl.uint64, bitcast=True) ^ (cond.to(tl.uint64) << 63)).to(tl.float64, bitcast=True)
+
+
+@triton.jit
+def _box_muller(v, t, B: tl.constexpr, FULL: tl.constexpr):
+    """r cos and r sin of the angle 2 pi t / 2^B, r = sqrt(-2 ln(v 2^-B)); dists.h's rngx_box_muller."""
+    r = tl.sqrt(-2.0 * _log(v * (1.0 / (1 << B)), FULL))
+    half: tl.constexpr = 1 << (B - 1)
+    sin_neg = t > half
+    t = tl.where(sin_neg, 2 * half - t, t)
+    cos_neg = t > half // 2
+    t = tl.where(cos_neg, half - t, t)
+    swap = t > half // 4
+    t = tl.where(swap, half // 2 - t, t)
+    x = t.to(tl.float64) * (_PI * 2.0 / (1 << B))  # pi 2^(1 - B): exact
+    sn = _sin_small(x, FULL)
+    cs = _cos_small(x, FULL)
+    return r * _negate_if(cos_neg, tl.where(swap, sn, cs)), r * _negate_if(sin_neg, tl.where(swap, cs, sn))
+
+
+@triton.jit
+def normal(seed, offset, j, params_ptr, DTYPE: tl.constexpr):
+    """normal(like, state, mean, std) of element j in DTYPE: pair j / 2's cosine output (j even) or sine output
+    (j odd); params from `normal_params` (launch with enable_fp_fusion=False)."""
+    j = j.to(tl.uint64)
+    odd = (j & 1) != 0
+    if DTYPE == tl.float64:
+        w0, w1, w2, w3 = words4(seed, offset, j >> 1)
+        m = _m53(w0, w1)
+        v = (m >> 32).to(tl.float64) * 4294967296.0 + ((m & 0xFFFFFFFF).to(tl.float64) + 1.0)  # m + 1, exact
+        c, s = _box_muller(v, _m53(w2, w3).to(tl.int64), 53, True)
+        return tl.where(odd, s, c) * tl.load(params_ptr + 1) + tl.load(params_ptr)
+    else:
+        w0, w1 = words2(seed, offset, j >> 1)
+        c, s = _box_muller(w0.to(tl.float64) + 1.0, w1.to(tl.int64), 32, False)
+        z = tl.where(odd, s, c).to(tl.float32)
+        return to_dtype(z * tl.load(params_ptr + 1).to(tl.float32) + tl.load(params_ptr).to(tl.float32), DTYPE)

@@ -66,12 +66,15 @@ RNGX_FN double rngx_dropout_f64(double x, uint32_t w0, uint32_t w1, uint64_t kee
   return rngx_kept_f64(w0, w1, keep) ? RNGX_DMUL(x, scale) : 0.0;
 }
 
-/* normal: z * std + mean, z from two words (float32 family, then fl32(z)) or four (float64). */
-RNGX_FN float rngx_normal_f32(uint32_t w0, uint32_t w1, float mean, float std) {
-  return RNGX_FADD(RNGX_FMUL((float)rngx_normal32(w0, w1), std), mean);
+/* normal: element j is pair j / 2's cosine output (j even) or its sine output (j odd), z * std + mean. w holds the
+ * pair's words: rngx_element_words(seed, offset, j / 2, 2, w), four for float64; fl32(z) for the float32 family. */
+RNGX_FN float rngx_normal_f32(uint32_t w0, uint32_t w1, int odd, float mean, float std) {
+  const rngx_pair z = rngx_normal32(w0, w1);
+  return RNGX_FADD(RNGX_FMUL((float)(odd ? z.s : z.c), std), mean);
 }
-RNGX_FN double rngx_normal_f64(const uint32_t *w, double mean, double std) {
-  return RNGX_DADD(RNGX_DMUL(rngx_normal64(w), std), mean);
+RNGX_FN double rngx_normal_f64(const uint32_t *w, int odd, double mean, double std) {
+  const rngx_pair z = rngx_normal64(w);
+  return RNGX_DADD(RNGX_DMUL(odd ? z.s : z.c, std), mean);
 }
 
 #endif

@@ -39,12 +39,13 @@ at::Tensor draw(c10::string_view op, const at::Tensor &x_, const at::Tensor &sta
   const auto *pv = static_cast<const double *>(params.const_data_ptr());
   const uint64_t seed = static_cast<uint64_t>(key[0]), offset = static_cast<uint64_t>(key[1]);
   const bool f64 = x.scalar_type() == at::kDouble;
-  const int words = (op == "normal" ? 2 : 1) * (f64 ? 2 : 1);
+  const bool normal = op == "normal";  // element j: pair j / 2's cosine (j even) or sine (j odd)
+  const int words = (normal ? 2 : 1) * (f64 ? 2 : 1);
   TORCH_CHECK(op == "uniform" || op == "noise" || op == "dropout" || op == "bernoulli" || op == "normal",
               "draw: unknown op ", op);
   for (int64_t j = 0; j < x.numel(); ++j) {
     uint32_t w[4];
-    rngx_element_words(seed, offset, static_cast<uint64_t>(j), words, w);
+    rngx_element_words(seed, offset, static_cast<uint64_t>(normal ? j / 2 : j), words, w);
     if (f64) {
       const double xv = static_cast<const double *>(x.const_data_ptr())[j];
       double v;
@@ -52,7 +53,7 @@ at::Tensor draw(c10::string_view op, const at::Tensor &x_, const at::Tensor &sta
       else if (op == "noise") v = rngx_noise_f64(xv, w[0], w[1], pv[0], pv[1]);
       else if (op == "dropout") v = rngx_dropout_f64(xv, w[0], w[1], static_cast<uint64_t>(pv[0]), pv[1]);
       else if (op == "bernoulli") v = rngx_kept_f64(w[0], w[1], static_cast<uint64_t>(pv[0])) ? 0.0 : 1.0;
-      else v = rngx_normal_f64(w, pv[0], pv[1]);
+      else v = rngx_normal_f64(w, j & 1, pv[0], pv[1]);
       static_cast<double *>(out.data_ptr())[j] = v;
       continue;
     }
@@ -69,7 +70,7 @@ at::Tensor draw(c10::string_view op, const at::Tensor &x_, const at::Tensor &sta
     else if (op == "noise") v = rngx_noise_f32(load(x, j), w[0], lo, width);
     else if (op == "dropout") v = rngx_dropout_f32(load(x, j), w[0], keep, width);
     else if (op == "bernoulli") v = rngx_kept_f32(w[0], keep) ? 0.0f : 1.0f;
-    else v = rngx_normal_f32(w[0], w[1], lo, width);
+    else v = rngx_normal_f32(w[0], w[1], j & 1, lo, width);
     store(out, j, v);
   }
   return out;

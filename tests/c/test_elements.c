@@ -32,7 +32,8 @@ static uint64_t element(op_kind op, rngx_dtype dt, const rngx_params *p, uint64_
                         const void *x) {
   uint32_t w[4];
   const int f64 = dt == RNGX_FLOAT64;
-  rngx_element_words(seed, offset, (uint64_t)j, op == NORMAL ? (f64 ? 4 : 2) : (f64 ? 2 : 1), w);
+  if (op == NORMAL) rngx_element_words(seed, offset, (uint64_t)j / 2, f64 ? 4 : 2, w); /* the pair's words */
+  else rngx_element_words(seed, offset, (uint64_t)j, f64 ? 2 : 1, w);
   const double x64 = f64 ? ((const double *)x)[j] : 0.0;
   switch (op) {
     case UNIFORM:
@@ -50,8 +51,8 @@ static uint64_t element(op_kind op, rngx_dtype dt, const rngx_params *p, uint64_
       if (f64) return rngx_f64_bits(rngx_kept_f64(w[0], w[1], p->keep64) ? 0.0 : 1.0);
       return store_bits(dt, rngx_kept_f32(w[0], p->keep) ? 0.0f : 1.0f);
     default:
-      if (f64) return rngx_f64_bits(rngx_normal_f64(w, p->mean64, p->std64));
-      return store_bits(dt, rngx_normal_f32(w[0], w[1], p->mean, p->std));
+      if (f64) return rngx_f64_bits(rngx_normal_f64(w, (int)(j & 1), p->mean64, p->std64));
+      return store_bits(dt, rngx_normal_f32(w[0], w[1], (int)(j & 1), p->mean, p->std));
   }
 }
 
