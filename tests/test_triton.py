@@ -13,42 +13,7 @@ import triton.language as tl
 import torch_rngx.functional as F
 import torch_rngx.triton as rt
 from conftest import FLOAT_DTYPES, make_state
-
-
-@triton.jit
-def _draw(out_ptr, x_ptr, state_ptr, view_ptr, params_ptr, n, OP: tl.constexpr, NDIM: tl.constexpr,
-          BLOCK: tl.constexpr):
-    """out = OP over the elements of an output that `view` describes (x read in logical order)."""
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
-    key, j = rt.locate(tl.where(mask, i, 0), view_ptr, NDIM)  # masked lanes read key 0, not past the state
-    seed, offset = rt.load_key(state_ptr + key)
-    DTYPE: tl.constexpr = out_ptr.dtype.element_ty
-    if OP == "bits32":
-        v = rt.word(seed, offset, j).to(DTYPE, bitcast=True)
-    elif OP == "bits64":
-        v = rt.bits64(seed, offset, j).to(DTYPE, bitcast=True)
-    elif OP == "uniform":
-        v = rt.uniform(seed, offset, j, params_ptr, DTYPE)
-    elif OP == "bernoulli":
-        v = rt.bernoulli(seed, offset, j, params_ptr, DTYPE)
-    elif OP == "normal":
-        v = rt.normal(seed, offset, j, params_ptr, DTYPE)
-    elif OP == "noise":
-        v = rt.quantize_noise(tl.load(x_ptr + i, mask=mask), seed, offset, j, params_ptr)
-    else:
-        v = rt.dropout(tl.load(x_ptr + i, mask=mask), seed, offset, j, params_ptr)
-    tl.store(out_ptr + i, v, mask=mask)
-
-
-def draw(op, out, state, x=None, params=None, block=64, global_shape=None, global_start=None):
-    view = rt.view(out.shape, state, global_shape, global_start)
-    n = out.numel()
-    dummy = torch.zeros(1, dtype=out.dtype)
-    _draw[(triton.cdiv(n, block),)](out, dummy if x is None else x.contiguous(), state, view,
-                                    dummy if params is None else params, n, OP=op, NDIM=out.dim(), BLOCK=block,
-                                    enable_fp_fusion=False)
-    return out
+from triton_draw import draw
 
 
 def same_bits(a, b):
