@@ -45,7 +45,7 @@ def test_uint64_state_is_read_as_its_bits():
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("low,high", [(0.0, 1.0), (-3.0, 7.3), (0.1, 0.7), (1e-3, 1e4)])
+@pytest.mark.parametrize("low,high", [(0.0, 1.0), (-3.0, 7.3), (0.1, 0.7)])
 def test_uniform_equals_op(dtype, low, high):
     for (seed, offset), shape in zip(KEYS, SHAPES * 2):
         state = make_state(seed, offset)
@@ -65,7 +65,7 @@ def test_quantize_noise_equals_op(dtype, half):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("p", [0.0, 0.1, 0.5, 1.0 / 3, 1.0])
+@pytest.mark.parametrize("p", [0.0, 1.0 / 3, 1.0])
 def test_dropout_and_bernoulli_equal_ops(dtype, p):
     x = torch.randn(2, 3, 33, generator=torch.Generator().manual_seed(2)).to(dtype)
     x[0, 0, :3] = torch.tensor([float("nan"), float("-inf"), -0.0])  # dropped NaN gives 0, kept ones propagate

@@ -36,7 +36,9 @@ RNGX_FN void rngx_element_words(uint64_t seed, uint64_t offset, uint64_t j, int 
 }
 
 /* uniform: lo + u * width in float32, then rounded to the dtype (float16 and bfloat16 as bit patterns). */
-RNGX_FN float rngx_uniform_f32(uint32_t w, float lo, float width) { return RNGX_FADD(lo, RNGX_FMUL(rngx_u24(w), width)); }
+RNGX_FN float rngx_uniform_f32(uint32_t w, float lo, float width) {
+  return RNGX_FADD(lo, RNGX_FMUL(rngx_u24(w), width));
+}
 RNGX_FN uint16_t rngx_uniform_f16(uint32_t w, float lo, float width) {
   return rngx_f32_to_f16(RNGX_FADD(lo, RNGX_FMUL(rngx_u11(w), width)));
 }

@@ -14,7 +14,8 @@ enum { N = 1001 };
 typedef enum { UNIFORM, NOISE, DROPOUT, BERNOULLI, NORMAL } op_kind;
 static const char *const OP_NAMES[] = {"uniform", "quantize_noise", "dropout", "bernoulli", "normal"};
 static const rngx_dtype DTYPES[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64};
-static const uint64_t KEYS[][2] = {{0, 0}, {123, (1ull << 32) - 3}, {0 - 1ull, 0 - 2ull}, {0xDEADBEEF01234567ull, 0 - 1ull}};
+static const uint64_t KEYS[][2] = {
+    {0, 0}, {123, (1ull << 32) - 3}, {0 - 1ull, 0 - 2ull}, {0xDEADBEEF01234567ull, 0 - 1ull}};
 
 static float in_f32(rngx_dtype dt, const void *x, int64_t j) {
   if (dt == RNGX_FLOAT32) return ((const float *)x)[j];
