@@ -61,7 +61,8 @@ def word(seed, offset, t):
 
 @triton.jit
 def words2(seed, offset, j):
-    """Words 2j and 2j + 1: element j of a 2-word op (float64 uniform, dropout, ...; float32 normal)."""
+    """Words 2j and 2j + 1: element j of a 2-word op (float64 uniform, dropout, ...), or pair j of a float32-family
+    normal."""
     j = j.to(tl.uint64)
     r0, r1, r2, r3 = philox_block(seed, offset + (j >> 1))
     odd = (j & 1) != 0
@@ -70,7 +71,7 @@ def words2(seed, offset, j):
 
 @triton.jit
 def words4(seed, offset, j):
-    """Words 4j .. 4j + 3: element j of a 4-word op (float64 normal)."""
+    """Words 4j .. 4j + 3 (block offset + j): pair j of a float64 normal."""
     return philox_block(seed, offset + j.to(tl.uint64))
 
 
