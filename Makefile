@@ -3,13 +3,15 @@ PY ?= python3
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
+# torch_rngx.triton's tests run its kernels on the CPU through Triton's interpreter (a 285 MB wheel, ~1 GB installed).
+TRITON_VERSION ?= 3.9.0
 SO := torch_rngx/_C.abi3.so
 KERNELS := $(wildcard csrc/kernels/*.c)
 SOURCES := setup.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/*.h csrc/kernels/*.h)
 
 # The C tests cross-check against Random123 when its header is installed (Debian: librandom123-dev).
 RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
-C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
+C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -Itorch_rngx/include $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
@@ -23,8 +25,8 @@ TRANSFORMERS_VERSION ?= 5.23.0
 
 $(VENV)/.stamp:
 	$(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy pytest hypothesis matplotlib scipy \
-	  "transformers==$(TRANSFORMERS_VERSION)"
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "triton==$(TRITON_VERSION)" ninja setuptools wheel numpy pytest \
+	  hypothesis matplotlib scipy "transformers==$(TRANSFORMERS_VERSION)"
 	touch $@
 
 setup: $(VENV)/.stamp
@@ -43,7 +45,7 @@ SAN_TESTS := $(patsubst tests/c/bin/%,tests/c/bin/san/%,$(C_TESTS))
 VARIANT_FLAGS = $(if $(findstring /scalar/,$@),-DRNGX_SCALAR_ONLY) $(if $(findstring /san/,$@),$(SAN_FLAGS))
 
 .SECONDEXPANSION:
-$(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h)
+$(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h) $(wildcard torch_rngx/include/torch_rngx/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(C_TEST_FLAGS) $(VARIANT_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(KERNELS) -lm
 

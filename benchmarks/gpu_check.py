@@ -15,6 +15,8 @@ stream 1.0 contract (docs/stream.md; a state [seed, offset] counts its offset in
    hand-captured torch.cuda.CUDAGraph advance a CUDA Generator exactly as eager steps do.
 5. speed side by side in this run (CUDA events, warmup, median of rounds in which the two take turns), float32 at
    2^size-log2 elements: ratio = torch's time / ours, so > 1 means faster than torch.
+6. torch_rngx.triton compiled for the GPU == our ops there (enable_fp_fusion off, and on for the functions that
+   need not care), and the fused dropout example forward and backward (docs/device_api.md).
 
 Prints one table and writes benchmarks/results/gpu_check_<gpu>.json: `checks` (name -> "pass", "fail" or
 "skip: why"), `details`, `speed` (name -> {ratio, ours_ms, theirs_ms, target, met}) and `meta`; with $OUT set it
@@ -660,6 +662,90 @@ def check_speed(log2):
         print(f"[{time.time() - T0:6.1f}s] speed | {name} | {ratio:.2f}x (target {target})", flush=True)
 
 
+# ---- 6. torch_rngx.triton natively (docs/device_api.md) ----
+def check_triton(log2):
+    """The Triton device functions compiled for this GPU equal our ops on it, launched with enable_fp_fusion=False
+    (as the docs require); with fusion on, the ops without a multiply-add pair (bits, dropout, bernoulli) must still
+    be equal, and the others' differing elements are counted. Then the fused dropout example, forward and backward,
+    and its speed against the same ops unfused."""
+    try:
+        import triton  # noqa: F401
+    except ImportError as e:
+        record("triton", "device functions", f"skip: triton not importable ({e})")
+        return
+    sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "examples")]
+    import torch_rngx.triton as rt
+    from triton_draw import draw
+    from triton_fused_dropout import fused_dropout_add
+
+    n = (1 << min(log2, 20)) + 3 if DEV == "cuda" else 1003  # a masked tail; the interpreter is slow
+    keys = {"0": (0, 0), "2^32 carry": (123, 2**32 - 3), "2^64 wrap": (U64 - 1, U64 - 2)}
+    gen = torch.Generator().manual_seed(6)
+    cases = [("bits32", torch.int32, None, lambda x, s: F.bits(x.shape, s)),
+             ("bits64", torch.int64, None, lambda x, s: F.bits(x.shape, s, dtype=torch.int64))]
+    for dt in FLOAT_DTYPES:
+        cases += [("uniform", dt, rt.uniform_params(dt, -3.0, 7.3, DEV), lambda x, s: F.uniform(x, s, -3.0, 7.3)),
+                  ("noise", dt, rt.noise_params(dt, 0.37, DEV), lambda x, s: F.quantize_noise(x, s, 0.37)),
+                  ("dropout", dt, rt.dropout_params(dt, 0.3, DEV), lambda x, s: F.dropout(x, s, 0.3)),
+                  ("bernoulli", dt, rt.dropout_params(dt, 0.3, DEV), lambda x, s: F.bernoulli(x, s, 0.3)),
+                  ("normal", dt, rt.normal_params(dt, 0.25, 3.0, DEV), lambda x, s: F.normal(x, s, 0.25, 3.0))]
+    fusion_safe = ("bits32", "bits64", "dropout", "bernoulli")
+    exact, fused, fused_diff = Tally(), Tally(), {}
+    for op, dt, params, ref in cases:
+        x = (torch.randn(n, generator=gen) * 30).to(dt).to(DEV)
+        for kname, (seed, offset) in keys.items():
+            st = state(seed, offset, device=DEV)
+            want = ref(x, st)
+            for block in (128, 1024):
+                got = draw(op, torch.empty_like(want), st, x=x, params=params, block=block)
+                exact.add(same(got, want), f"{op} {dt} key {kname} BLOCK={block}")
+            got = draw(op, torch.empty_like(want), st, x=x, params=params, block=1024, fusion=True)
+            if op in fusion_safe:
+                fused.add(same(got, want), f"{op} {dt} key {kname}")
+            else:
+                signed = {2: torch.int16, 4: torch.int32, 8: torch.int64}[want.element_size()]
+                diff = int((got.cpu().view(signed) != want.cpu().view(signed)).sum())
+                fused_diff[f"{op} {dt}"] = fused_diff.get(f"{op} {dt}", 0) + diff
+    gshape, start = (6, 8, 10), (2, 3, 5)
+    xs = torch.randn(3, 5, 4, generator=gen).to(DEV)
+    for batched in (False, True):
+        st = (torch.stack([torch.arange(6) + 11, torch.arange(6) * 3], -1).reshape(6, 1, 1, 2).to(DEV) if batched
+              else state(99, 2**32 - 1, device=DEV))
+        for op, params, ref in (("normal", rt.normal_params(torch.float32, device=DEV), F.normal),
+                                ("uniform", rt.uniform_params(torch.float32, device=DEV), F.uniform)):
+            got = draw(op, torch.empty_like(xs), st, params=params, global_shape=gshape, global_start=start)
+            exact.add(same(got, ref(xs, st, global_shape=gshape, global_start=start)),
+                      f"{op} global view{' batched keys' if batched else ''}")
+    exact.notes.append(f"{n} elements, BLOCK 128 and 1024, enable_fp_fusion=False")
+    exact.record("triton", "device functions == ops")
+    fused.notes.append("enable_fp_fusion=True; elements that differ there for the others: "
+                       + (", ".join(f"{k} {v}" for k, v in fused_diff.items() if v) or "none"))
+    fused.record("triton", "fusion-safe functions == ops with FMA contraction on")
+
+    t = Tally()
+    for dt in FLOAT_DTYPES:
+        x, res, grad = (torch.randn(64, 3, 257, generator=gen).to(dt).to(DEV) for _ in range(3))
+        bias, st = torch.randn(257, generator=gen).to(dt).to(DEV), state(5, 2**32 - 2, device=DEV)
+        outs = []
+        for fn in (fused_dropout_add, lambda a, b, r, s, p: F.dropout(a + b, s, p) + r):
+            leaves = [v.clone().requires_grad_() for v in (x, bias, res)]
+            out = fn(*leaves, st, 0.3)
+            outs.append([out, *torch.autograd.grad(out, leaves, grad)])
+        t.add(all(same(a, b) for a, b in zip(*outs)), f"{dt}")
+    t.record("triton", "fused dropout(x + bias) + residual, forward and backward")
+
+    if DEV == "cuda":
+        m = 1 << log2
+        x, res = torch.randn(m // 4096, 4096, device=DEV), torch.randn(m // 4096, 4096, device=DEV)
+        bias, st = torch.randn(4096, device=DEV), state(1, 0, device=DEV)
+        ours_ms, theirs_ms = race(lambda: fused_dropout_add(x, bias, res, st, 0.1),
+                                  lambda: F.dropout(x + bias, st, 0.1) + res)
+        SPEED["triton fused dropout(x + bias) + residual vs the ops"] = {
+            "ratio": round(theirs_ms / ours_ms, 3), "ours_ms": round(ours_ms, 4), "theirs_ms": round(theirs_ms, 4),
+            "target": None, "met": None, "size": f"2^{log2} float32"}
+        print(f"[{time.time() - T0:6.1f}s] speed | triton fused | {theirs_ms / ours_ms:.2f}x", flush=True)
+
+
 # ---- report ----
 def git_commit():
     try:
@@ -714,6 +800,8 @@ def main():
     args = ap.parse_args()
     global DEV, rngx, F
     DEV = args.device
+    if DEV == "cpu":  # the Triton section then runs under Triton's interpreter, set before anything imports triton
+        os.environ["TRITON_INTERPRET"] = "1"
     meta = {"device": DEV, "torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0],
             "gpu": None, "commit": git_commit(), "size_log2": args.size_log2,
             "command": shlex.join([os.path.basename(sys.executable)] + sys.argv),
@@ -738,6 +826,7 @@ def main():
                 ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs)]
     if args.opcheck:
         sections.append(("compile", lambda: record("compile", f"opcheck_all({DEV!r})", "pass", f"{rngx.testing.opcheck_all(DEV)} samples")))
+    sections.append(("triton", lambda: check_triton(args.size_log2)))
     sections.append(("speed", lambda: check_speed(args.size_log2)))
     for section, fn in sections if ready else []:
         try:

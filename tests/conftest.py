@@ -1,8 +1,14 @@
-import numpy as np
-import pytest
-import torch
+import os
 
-import torch_rngx  # noqa: F401  (loads the ops)
+# tests/test_triton.py runs Triton kernels on the CPU through Triton's interpreter. @triton.jit reads this when a
+# function is defined, and importing torch._dynamo (below) imports triton.language, so it is set first.
+os.environ["TRITON_INTERPRET"] = "1"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import torch_rngx  # noqa: F401,E402  (loads the ops)
 
 # Compiling a function per layout would hit dynamo's default recompile limit in parametrized tests.
 torch._dynamo.config.cache_size_limit = 64

@@ -21,4 +21,19 @@ cp "$tests"/{conftest.py,reference.py,test_stream.py,test_ops.py,test_load_libra
 cd "$work"
 "$py" -c "import torch, torch_rngx; print('wheel', '$(basename "$wheel")', 'on torch', torch.__version__, 'from', torch_rngx.__file__)"
 "$py" -c "import sys, torch_rngx; sys.exit(not torch_rngx.__file__.startswith('$work/venv/'))"
+# The C header ships as files (the checkout's are links to csrc/kernels) and compiles alone: word 3 of key [1, 2].
+inc=$("$py" -c "import torch_rngx; print(torch_rngx.include_dir())")
+find "$inc/torch_rngx" -name '*.h' -type f | grep -q elements.h
+cat > "$work/word.c" <<'C'
+#include <stdio.h>
+#include <torch_rngx/elements.h>
+int main(void) {
+  uint32_t w;
+  rngx_element_words(1, 2, 3, 1, &w);
+  printf("%u\n", w);
+  return 0;
+}
+C
+${CC:-cc} -std=c11 -ffp-contract=off -I"$inc" -o "$work/word" "$work/word.c" -lm
+test "$("$work/word")" = "$("$py" -c "import torch, torch_rngx.functional as F; print(F.bits((4,), torch.tensor([1, 2]), dtype=torch.uint32)[3].item())")"
 "$py" -m pytest -q -p no:cacheprovider tests

@@ -1,5 +1,7 @@
 """torch-rngx: counter-based (Philox4x32-10) random ops for PyTorch that compile whole and give bitwise
 the same values eager, compiled and exported, in any memory layout."""
+import os
+
 from . import functional, nn, testing  # noqa: F401
 from ._ops import ops  # noqa: F401
 from ._mode import UncoveredRandomWarning, mode
@@ -12,10 +14,16 @@ from .random import (alpha_dropout, bernoulli_like, dropout, dropout1d, dropout2
 
 __all__ = ["Generator", "UncoveredRandomWarning", "alpha_dropout", "bernoulli_like", "blocks_used", "checkpoint_context",
            "dropout", "dropout1d", "dropout2d", "dropout3d", "exponential_like", "feature_alpha_dropout", "functional",
-           "mode", "multinomial", "nn", "normal_like", "quantize", "rand_like", "randint_like", "randn_like", "randperm",
-           "testing", "uniform_like"]
+           "include_dir", "mode", "multinomial", "nn", "normal_like", "quantize", "rand_like", "randint_like",
+           "randn_like", "randperm", "testing", "uniform_like"]
 __version__ = "0.3.0"
 
 
 def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modules stay reachable
     return __all__ + ["__version__"]
+
+
+def include_dir():
+    """The folder of the C/CUDA headers (docs/device_api.md), for torch.utils.cpp_extension's include_dirs:
+    `#include <torch_rngx/elements.h>` draws our stream in host or device code."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")

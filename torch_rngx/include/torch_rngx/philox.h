@@ -1,0 +1,1 @@
+../../../csrc/kernels/philox.h
