@@ -23,7 +23,15 @@ def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modul
     return __all__ + ["__version__"]
 
 
-def include_dir():
-    """The folder of the C/CUDA headers (docs/device_api.md), for torch.utils.cpp_extension's include_dirs:
-    `#include <torch_rngx/elements.h>` draws our stream in host or device code."""
+def include_dir() -> str:
+    """No torch counterpart. The folder of the C/CUDA headers (docs/device_api.md), for
+    torch.utils.cpp_extension's include_dirs: `#include <torch_rngx/elements.h>` draws our stream in host or device
+    code.
+
+    Example::
+
+        >>> from pathlib import Path
+        >>> (Path(torch_rngx.include_dir()) / "torch_rngx" / "elements.h").is_file()
+        True
+    """
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")

@@ -11,6 +11,8 @@ Two mechanisms, because torch.compile sees torch functions in two ways:
 Each routed call is the matching torch_rngx function with generator= the mode's, so it advances the stream by exactly
 what that function consumes and gives its bits, eager and compiled alike.
 """
+from __future__ import annotations
+
 import contextlib
 import math
 import threading
@@ -21,13 +23,27 @@ import torch.nn.functional as TF
 
 from . import random as rr
 from ._init import trunc_normal_ as _trunc_normal_
-from .generator import Generator, owner_of
+from .generator import RNG, Generator, owner_of
 
 __all__ = ["mode", "UncoveredRandomWarning", "ROUTED", "UNCOVERED"]
 
 
 class UncoveredRandomWarning(UserWarning):
-    """A random call under torch_rngx.mode that stays torch's (compiled code may then differ from eager)."""
+    """No torch counterpart. Warns of a random call under torch_rngx.mode that stays torch's: its values are
+    torch's, and compiled code may then differ from eager. Filter it like any warning.
+
+    Args:
+        message (str): names the function.
+
+    Example::
+
+        >>> import warnings
+        >>> warnings.simplefilter("error", torch_rngx.UncoveredRandomWarning)  # make uncovered calls fail a test
+        >>> warnings.resetwarnings()
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 # ---- routes: torch's signature in, the matching torch_rngx call out; None means "not ours, stay torch's" ----
@@ -302,7 +318,7 @@ _warned_lock = threading.Lock()
 
 
 class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
-    """Inside `with torch_rngx.mode(...)` (or on a function decorated with it), torch's random functions draw from
+    """No torch counterpart. Inside `with torch_rngx.mode(...)` (or on a function decorated with it), torch's random functions draw from
     a torch_rngx stream: each routed call is the matching torch_rngx function (torch.rand_like(x) is
     torch_rngx.rand_like(x, generator=g)), advancing the stream by what that function consumes, compiled == eager.
 
@@ -316,9 +332,19 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions.
+
+    Example::
+
+        >>> with torch_rngx.mode(seed=0):
+        ...     a = torch.randn(3)
+        >>> with torch_rngx.mode(seed=0):
+        ...     b = torch.randn(3)
+        >>> torch.equal(a, b)
+        True
     """
 
-    def __init__(self, *, seed=None, generator=None, uncovered="warn"):
+    def __init__(self, *, seed: int | None = None, generator: Generator | RNG | None = None,
+                 uncovered: str = "warn") -> None:
         super().__init__()
         if seed is not None and generator is not None:
             raise ValueError("pass seed= or generator=, not both")

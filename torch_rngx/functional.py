@@ -39,8 +39,9 @@ from torch import Tensor
 from . import _autograd, _checks
 from ._ops import ops
 
-__all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "feature_alpha_dropout", "feature_dropout",
-           "fold_in", "key", "normal", "quantize_noise", "randint", "split", "truncated_normal", "uniform"]
+__all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "exponential", "feature_alpha_dropout",
+           "feature_dropout", "fold_in", "key", "multinomial", "normal", "quantize_noise", "randint", "randperm", "split",
+           "truncated_normal", "uniform"]
 Shape = Optional[Sequence[int]]
 _U64 = 1 << 64
 
@@ -352,31 +353,74 @@ def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dt
     return _autograd.sample("randint", like, state, *params)
 
 
-def exponential(like, state, rate=1.0, *, dtype=None, global_shape=None, global_start=None):
-    """Exp(rate) shaped, strided and placed like torch.empty_like(like, dtype=dtype): E / rate with E = -ln u,
-    u in (0, 1) from the element's word(s) and the project's own log (docs/stream.md, "exponential"). Every value
-    is positive and finite, so -log(exponential(...)) is a finite Gumbel sample (F.gumbel_softmax's noise). Not
-    differentiable."""
+def exponential(like: Tensor, state: Tensor, rate: float = 1.0, *, dtype: torch.dtype | None = None,
+                global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.empty_like(like).exponential_(rate)``: Exp(rate) shaped, strided and placed like
+    torch.empty_like(like, dtype=dtype): E / rate with E = -ln u, u in (0, 1) from the element's word(s) and the
+    project's own log (docs/stream.md, "exponential"). Every value is positive and finite, so -log of it is a finite
+    Gumbel sample. Not differentiable.
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        rate (float): the rate lambda, > 0 and finite.
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as for every sampler (module docstring).
+
+    Example::
+
+        >>> bool((rf.exponential(torch.empty(100), rf.key(0)) > 0).all())
+        True
+    """
     params = _checks.for_exponential(like, state, rate, dtype, global_shape, global_start)
     return _autograd.sample("exponential", like, state, *params)
 
 
-def randperm(n, state, *, dtype=torch.int64, device=None):
-    """A permutation of range(n): the indices sorted by their 64-bit keys, bits((n,), state, dtype=torch.int64)
-    (as signed integers), ties by index (docs/stream.md, "randperm"). A batched state (*B, 2) gives (*B, n), row b
-    the permutation of key b. Made on the state's device (`device`, if given, must be it)."""
+def randperm(n: int, state: Tensor, *, dtype: torch.dtype = torch.int64,
+             device: str | torch.device | None = None) -> Tensor:
+    """Stands in for ``torch.randperm``: a permutation of range(n), the indices sorted by their 64-bit keys,
+    bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs/stream.md, "randperm"). A batched
+    state (*B, 2) gives (*B, n), row b the permutation of key b. Made on the state's device.
+
+    Args:
+        n (int): the length, >= 0 and representable in `dtype`.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+
+    Keyword args:
+        dtype (torch.dtype): an integer dtype for the output (int64 by default).
+        device (str or torch.device, optional): if given, must be the state's device.
+
+    Example::
+
+        >>> sorted(rf.randperm(4, rf.key(0)).tolist())
+        [0, 1, 2, 3]
+    """
     n = _checks.for_randperm(n, state, dtype, device)
     keys = state if state.dim() == 1 else state.view(*state.shape[:-1], 1, 2)
     words = ops.bits([*state.shape[:-1], n], keys, torch.int64)
     return torch.argsort(words, dim=-1, stable=True).to(dtype)
 
 
-def multinomial(probs, state, num_samples, replacement=False):
-    """torch.multinomial with a key: `num_samples` category indices per row of `probs` ((C,) or (R, C) weights
+def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
+    """Stands in for ``torch.multinomial``, with a key: `num_samples` category indices per row of `probs` ((C,) or (R, C) weights
     >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
     exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i
     in increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or
-    (R, 2) for one key per row. int64 output, (num_samples,) or (R, num_samples)."""
+    (R, 2) for one key per row. int64 output, (num_samples,) or (R, num_samples).
+
+    Args:
+        probs (Tensor): (C,) or (R, C) non-negative float weights.
+        state (Tensor): a key (2,), or (R, 2) for one key per row.
+        num_samples (int): indices per row; at most C without replacement.
+        replacement (bool): draw with replacement.
+
+    Example::
+
+        >>> rf.multinomial(torch.tensor([0.0, 0.0, 1.0]), rf.key(0), 1).tolist()
+        [2]
+    """
     key, draws, need = _checks.for_multinomial(probs, state, num_samples, replacement)
     _checks.weights(probs, need)
     scores = ops.race(probs.detach().to(torch.float64).contiguous(), key, draws, need)

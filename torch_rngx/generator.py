@@ -133,9 +133,20 @@ class Generator:
         return Generator._at(fold_in(self.state, data))
 
     @staticmethod
-    def on(state):
+    def on(state: torch.Tensor) -> Generator:
         """A Generator that reads and advances `state` (an int64 [seed, offset] tensor, e.g. a module's buffer)
-        itself, not a copy."""
+        itself, not a copy.
+
+        Args:
+            state (Tensor): an int64 tensor of shape (2,), advanced in place by every draw.
+
+        Example::
+
+            >>> buf = torch.tensor([7, 0])
+            >>> _ = torch_rngx.rand_like(torch.empty(8), generator=torch_rngx.Generator.on(buf))
+            >>> buf.tolist()
+            [7, 2]
+        """
         _checks.state(state)
         if state.dtype != torch.int64 or state.shape != (2,):
             raise ValueError(f"state must be an int64 tensor of shape (2,) = [seed, offset], got {state.dtype} "

@@ -191,10 +191,20 @@ _REPLACEMENTS = {torch.nn.Dropout: Dropout, torch.nn.Dropout1d: Dropout1d, torch
 
 
 class Converted(NamedTuple):
-    """What convert did. model: the converted model (the same object, or a new module when `model` itself was a
-    torch dropout module); replaced: the (name, torch class name) pairs swapped, in named_modules() order;
-    routed: the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's ROUTED),
-    empty with functional=False."""
+    """No torch counterpart. What convert did: a named tuple.
+
+    Args:
+        model (Module): the converted model (the same object, or a new module when `model` itself was a torch
+            dropout module).
+        replaced (list): the (name, torch class name) pairs swapped, in named_modules() order.
+        routed (tuple): the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's
+            ROUTED), empty with functional=False.
+
+    Example::
+
+        >>> torch_rngx.nn.convert(torch.nn.Dropout(0.1)).model
+        torch_rngx.nn.Dropout(p=0.1, inplace=False)
+    """
 
     model: torch.nn.Module
     replaced: list
@@ -258,7 +268,7 @@ def convert(model: torch.nn.Module, *, seed: int | None = None, generator: Gener
         model.register_buffer("rngx_state", fold_in(root, _MODE_DATUM).to(_device_of(model)), persistent=True)
         model.register_load_state_dict_pre_hook(_check_rngx_state)
     inner = _routed(model).args[3] if _routed(model) else model.__dict__.get("forward")
-    model.forward = functools.partial(routed_forward, model, None if root is not None else generator, uncovered, inner)
+    model.forward = functools.partial(_routed_forward, model, None if root is not None else generator, uncovered, inner)
     return Converted(model, replaced, ROUTED)
 
 
@@ -269,7 +279,7 @@ def _check_rngx_state(module, state_dict, prefix, *args):
     check_state_buffer(state_dict, prefix + "rngx_state")
 
 
-def routed_forward(model, generator, uncovered, inner, *args, **kwargs):
+def _routed_forward(model, generator, uncovered, inner, *args, **kwargs):
     """model.forward as convert leaves it (a functools.partial of this, an instance attribute of the model, so
     pickling, deepcopy and torch.export keep it): the model's own forward under torch_rngx.mode, drawing from the
     model's `rngx_state` buffer (looked up on each call, so .to() and load_state_dict keep it), a shared generator,
@@ -283,7 +293,7 @@ def routed_forward(model, generator, uncovered, inner, *args, **kwargs):
 
 def _routed(model):
     forward = model.__dict__.get("forward")
-    return forward if isinstance(forward, functools.partial) and forward.func is routed_forward else None
+    return forward if isinstance(forward, functools.partial) and forward.func is _routed_forward else None
 
 
 def _device_of(model):

@@ -177,18 +177,49 @@ def randint_like(x: Tensor, low: int, high: int | None = None, *, generator: Str
     return draw("randint", x, owner_of(generator), dtype, *params)
 
 
-def exponential_like(x, rate=1.0, *, generator=None, dtype=None, global_shape=None, global_start=None):
-    """Exp(rate) shaped, strided and placed like torch.empty_like(x, dtype=dtype) (functional.exponential's values
-    with a drawn key); Tensor.exponential_'s distribution. Not differentiable."""
+def exponential_like(x: Tensor, rate: float = 1.0, *, generator: Stream = None, dtype: torch.dtype | None = None,
+                     global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+    """Stands in for ``torch.empty_like(x).exponential_(rate)``: Exp(rate) shaped, strided and placed like
+    torch.empty_like(x, dtype=dtype) (functional.exponential's values with a drawn key). Every value is positive
+    and finite. Not differentiable.
+
+    Args:
+        x (Tensor): gives the shape, strides, device and (float) dtype.
+        rate (float): the rate lambda, > 0 and finite; the mean is 1 / rate.
+
+    Keyword args:
+        generator, global_shape, global_start: as for every stateful function (module docstring).
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> bool((torch_rngx.exponential_like(torch.empty(1000), 2.0) > 0).all())
+        True
+    """
     _checks.strided(x, "x")
     _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
     params = _checks.for_exponential(x, _any_key(x), rate, dtype, global_shape, global_start)
     return draw("exponential", x, owner_of(generator), x.dtype if dtype is None else dtype, *params)
 
 
-def randperm(n, *, generator=None, dtype=torch.int64, device="cpu"):
-    """torch.randperm: a permutation of range(n) on `device` (functional.randperm's with a drawn key); advances the
-    Generator by blocks_used(n, dtype, "randperm")."""
+def randperm(n: int, *, generator: Stream = None, dtype: torch.dtype = torch.int64,
+             device: str | torch.device = "cpu") -> Tensor:
+    """Stands in for ``torch.randperm``: a permutation of range(n) on `device` (functional.randperm's with a drawn
+    key); advances the Generator by blocks_used(n, dtype, "randperm").
+
+    Args:
+        n (int): the length, >= 0 and representable in `dtype`.
+
+    Keyword args:
+        generator (Generator or RNG, optional): the stream; None draws a fresh seed from torch's generator.
+        dtype (torch.dtype): an integer dtype for the output (int64 by default).
+        device (str or torch.device): "cpu" or a CUDA device.
+
+    Example::
+
+        >>> sorted(torch_rngx.randperm(5).tolist())
+        [0, 1, 2, 3, 4]
+    """
     device = torch.device(device)
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
@@ -197,9 +228,23 @@ def randperm(n, *, generator=None, dtype=torch.int64, device="cpu"):
     return functional.randperm(n, key.to(device), dtype=dtype)
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """torch.multinomial (functional.multinomial's values with a drawn key); advances the Generator by
-    blocks_used(rows * categories * (num_samples if replacement else 1), input.dtype, "multinomial")."""
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Stream = None) -> Tensor:
+    """Stands in for ``torch.multinomial`` (functional.multinomial's values with a drawn key); advances the
+    Generator by blocks_used(rows * categories * (num_samples if replacement else 1), input.dtype, "multinomial").
+
+    Args:
+        input (Tensor): (C,) or (R, C) non-negative float weights; rows need not sum to 1.
+        num_samples (int): indices per row; at most C without replacement.
+        replacement (bool): draw with replacement.
+
+    Keyword args:
+        generator (Generator or RNG, optional): the stream; None draws a fresh seed from torch's generator.
+
+    Example::
+
+        >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
+        [1]
+    """
     _checks.float_tensor(input, "input")
     _, draws, _ = _checks.for_multinomial(input, _any_key(input), num_samples, replacement)
     key = key_for(input, owner_of(generator), input.numel() * draws, torch.float64)
