@@ -543,6 +543,56 @@ def check_compile():
     record("compile", "generator=None after torch.manual_seed", "pass" if ok else "fail", "CPU-drawn state")
 
 
+def check_permutations():
+    """randperm and multinomial: the device's values equal the CPU's for one key and batched keys."""
+    t = Tally()
+    for sname, (seed, offset, sdtype) in STATES.items():
+        key = state(seed, offset, sdtype)
+        for n in (1, 7, 1000):
+            t.add(same(F.randperm(n, key.to(DEV)), F.randperm(n, key)), f"randperm {n} {sname}")
+        w = torch.rand(5, 40, generator=torch.Generator().manual_seed(seed % 1000)) * (torch.arange(40) % 3 != 0)
+        for replacement in (False, True):
+            want = F.multinomial(w, key, 9, replacement)
+            t.add(same(F.multinomial(w.to(DEV), key.to(DEV), 9, replacement), want), f"multinomial {replacement} {sname}")
+    keys = F.split(F.key(3), 4)
+    t.add(same(F.randperm(50, keys.to(DEV)), F.randperm(50, keys)), "randperm, batched keys")
+    t.record("cuda==cpu", "randperm and multinomial")
+
+
+def check_mode():
+    """torch_rngx.mode on the device: torch's own random calls equal the torch_rngx functions on the mode's stream,
+    and compiled (fullgraph) equals eager."""
+    x = torch.randn(4, 8, 16, 16, device=DEV)
+
+    def routed(x):
+        a = torch.rand(x.shape, device=x.device) + torch.randn_like(x)
+        b = torch.empty_like(x).uniform_(-0.5, 0.5) + torch.nn.functional.dropout(x, 0.2)
+        q = x.flatten(2).transpose(1, 2)
+        att = torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+        return a, b, att, torch.randint_like(x, 10), torch.empty_like(x).exponential_(2.0)
+
+    def ours(x, g):
+        return rngx.uniform_like(x, generator=g) + rngx.randn_like(x, generator=g)
+
+    with rngx.mode(seed=5):
+        eager = routed(x)
+    g = rngx.Generator(5, device=DEV)
+    want = ours(x, g)
+    record("mode", "routed == torch_rngx functions", "pass" if same(eager[0], want) else "fail",
+           "torch.rand + torch.randn_like under mode(seed=5) == uniform_like + randn_like on Generator(5)")
+    compiled = torch.compile(routed, fullgraph=True)
+    with rngx.mode(seed=5):
+        got = compiled(x)
+    ok = all(same(a, b) for a, b in zip(eager, got))
+    record("mode", "fullgraph == eager under mode", "pass" if ok else "fail",
+           "rand, randn_like, uniform_, F.dropout, SDPA dropout_p, randint_like, exponential_")
+    cpu = [t.cpu() for t in eager]
+    with rngx.mode(seed=5):
+        on_cpu = routed(x.cpu())
+    ok = all(same(a, b) for a, b in zip(cpu[:2], on_cpu[:2])) and same(cpu[3], on_cpu[3]) and same(cpu[4], on_cpu[4])
+    record("mode", "device == CPU under mode", "pass" if ok else "fail", "elementwise routed calls (SDPA's matmuls excluded)")
+
+
 def check_cuda_graphs(steps=5):
     """State after k replays == eager state after k steps == [seed, k * blocks per step]."""
     from torch._dynamo.utils import counters
@@ -823,7 +873,8 @@ def main():
     sections = [("stream 1.0", check_known_answers), ("cuda==cpu", check_float_ops), ("cuda==cpu", check_bits), ("cuda==cpu", check_split_fold_in),
                 ("cuda==cpu", check_batched), ("cuda==cpu", check_global_view), ("cuda==cpu", check_generator), ("cuda==cpu", check_errors),
                 ("cuda==cpu", lambda: check_big(args.size_log2)), ("curand", check_curand),
-                ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs)]
+                ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs),
+                ("cuda==cpu", check_permutations), ("mode", check_mode)]
     if args.opcheck:
         sections.append(("compile", lambda: record("compile", f"opcheck_all({DEV!r})", "pass", f"{rngx.testing.opcheck_all(DEV)} samples")))
     sections.append(("triton", lambda: check_triton(args.size_log2)))
