@@ -1,8 +1,11 @@
+import os
+
 import numpy as np
 import pytest
 import torch
 
 import torch_rngx  # noqa: F401  (loads the ops)
+from torch_rngx import debug
 
 # Compiling a function per layout would hit dynamo's default recompile limit in parametrized tests.
 torch._dynamo.config.cache_size_limit = 64
@@ -61,3 +64,24 @@ def rng():
 
 # test_compile takes each output's gradient separately (retain_graph=True), which donated buffers forbid.
 torch._functorch.config.donated_buffer = False
+
+
+# make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each test is its own program with a fresh
+# history, and a test that draws from one key twice on purpose says why with @pytest.mark.key_reuse_ok(why).
+KEY_REUSE = os.environ.get(debug.ENV, "")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "key_reuse_ok(why): reuses keys on purpose; the key-reuse checker is off")
+
+
+@pytest.fixture(autouse=True)
+def _key_reuse_per_test(request):
+    marker = request.node.get_closest_marker("key_reuse_ok")
+    if marker is not None and not marker.args:
+        raise ValueError(f"{request.node.nodeid}: key_reuse_ok needs a reason")
+    if not KEY_REUSE:
+        yield
+        return
+    with debug.key_reuse("off" if marker is not None else KEY_REUSE):
+        yield

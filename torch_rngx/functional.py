@@ -26,7 +26,7 @@ import operator
 
 import torch
 
-from . import _autograd, _checks
+from . import _autograd, _checks, _reuse
 from ._ops import ops
 
 _U64 = 1 << 64
@@ -52,7 +52,12 @@ def blocks_used(numel, dtype, op=None):
 def blocks_of(numel, dtype, op=None):
     """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype. `op`: the
     sampler's kind in _autograd (None, or an op taking rngx_words_per_element, means the default words)."""
-    return (numel * _OP_WORDS.get((op, dtype), _WORDS[dtype]) + 3) // 4
+    return (numel * words_per_element(dtype, op) + 3) // 4
+
+
+def words_per_element(dtype, op=None):
+    """The stream words one element of `dtype` takes in op `op` (docs/stream.md's table)."""
+    return _OP_WORDS.get((op, dtype), _WORDS[dtype])
 
 
 _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
@@ -88,14 +93,24 @@ def split(state, num=2):
     [seed, offset] is Philox block offset + i of seed, read as two 64-bit words. Don't draw from `state` after
     deriving from it (JAX's rule): its words are the children's seeds."""
     _checks.state(state)
-    return ops.split(state, _checks.num(num))
+    num = _checks.num(num)
+    if torch.compiler.is_compiling():
+        _reuse.traced(state, "split")
+    elif _reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
+        _reuse.active.blocks("split", state, [(0, num)])
+    return ops.split(state, num)
 
 
 def fold_in(state, data):
     """One new key per key in `state`, as torch.func._random.fold_in: fold_in(s, d) == split(s, d + 1)[d]. `data`
     is an int in [0, 2^64) or an int64/uint64 tensor broadcastable to the batch shape (one datum per key)."""
     _checks.state(state)
-    return ops.fold_in(state, _checks.fold_data(data, state))
+    data = _checks.fold_data(data, state)
+    if _reuse.active is not None and not torch.compiler.is_compiling() and _autograd.plain_tensors():
+        # the result is block offset + data of each key
+        blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
+        _reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
+    return ops.fold_in(state, data)
 
 
 def bits(size, state, *, dtype=torch.int32, global_shape=None, global_start=None):
@@ -103,6 +118,10 @@ def bits(size, state, *, dtype=torch.int32, global_shape=None, global_start=None
     one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds each
     word's 32 bits, so negative values appear."""
     size, *view = _checks.for_bits(size, state, dtype, global_shape, global_start)
+    if torch.compiler.is_compiling():
+        _reuse.traced(state, "bits")
+    elif _reuse.active is not None:
+        _reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
     return ops.bits(size, state, dtype, *view)
 
 
