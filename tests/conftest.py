@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import numpy as np
@@ -66,8 +67,9 @@ def rng():
 torch._functorch.config.donated_buffer = False
 
 
-# make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each test is its own program with a fresh
-# history, and a test that draws from one key twice on purpose says why with @pytest.mark.key_reuse_ok(why).
+# make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each module and each test is its own program
+# with a fresh history, and one that draws from a key twice on purpose says why: @pytest.mark.key_reuse_ok(why)
+# (the checker is then off for it).
 KEY_REUSE = os.environ.get(debug.ENV, "")
 
 
@@ -75,13 +77,23 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "key_reuse_ok(why): reuses keys on purpose; the key-reuse checker is off")
 
 
+def _checker_for(node):
+    """The checker for a module or test: a fresh one, or off for key_reuse_ok; None when the run is not checked."""
+    marker = node.get_closest_marker("key_reuse_ok")
+    if marker is not None and not marker.args:
+        raise ValueError(f"{node.nodeid}: key_reuse_ok needs a reason")
+    if not KEY_REUSE:
+        return contextlib.nullcontext()
+    return debug.key_reuse("off" if marker is not None else KEY_REUSE)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _key_reuse_per_module(request):  # module-scoped fixtures run under this one
+    with _checker_for(request.node):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _key_reuse_per_test(request):
-    marker = request.node.get_closest_marker("key_reuse_ok")
-    if marker is not None and not marker.args:
-        raise ValueError(f"{request.node.nodeid}: key_reuse_ok needs a reason")
-    if not KEY_REUSE:
-        yield
-        return
-    with debug.key_reuse("off" if marker is not None else KEY_REUSE):
+    with _checker_for(request.node):
         yield

@@ -108,7 +108,13 @@ def test_generator_state_copied_by_hand():
         lines.append(line()); torch_rngx.rand_like(torch.empty(5), generator=g)  # noqa: E702
         lines.append(line()); torch_rngx.dropout(torch.ones(5), 0.5, generator=copy)  # noqa: E702
 
+    def cloned(lines):
+        clone = g.clone()
+        lines.append(line()); torch_rngx.randn_like(torch.empty(5), generator=clone)  # noqa: E702
+        lines.append(line()); torch_rngx.randn_like(torch.empty(5), generator=g)  # noqa: E702
+
     reported(draws)
+    reported(cloned)
 
 
 def test_warn_reports_and_goes_on():
@@ -237,6 +243,7 @@ def test_compile_reports_a_key_node_drawn_twice():
         torch.compile(split_first, fullgraph=True)(x, k)
         with pytest.raises(Exception) as error:
             torch.compile(twice, fullgraph=True)(x, k)
+    assert isinstance(error.value.__cause__ or error.value, KeyReuseError)  # dynamo wraps what it raises
     text = str(error.value)
     assert "traced by torch.compile" in text and f"{HERE}:{twice.__code__.co_firstlineno + 1}" in text, text
     torch._dynamo.reset()

@@ -47,6 +47,8 @@ def user_site():
 def _plain_rows(key):
     """A key tensor with every torch.func wrapper removed, as (R, *key.shape): one row per vmapped batch entry."""
     functorch, bdims = torch._C._functorch, []
+    if hasattr(key, "to_local"):  # a DTensor key is replicated: every rank holds all of it
+        key = key.to_local()
     while functorch.is_batchedtensor(key) or functorch.is_gradtrackingtensor(key):
         if functorch.is_batchedtensor(key):
             bdims.append(functorch.maybe_get_bdim(key))
