@@ -12,8 +12,8 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest test-key-reuse demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check
+.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
+	aoti-cpp test-key-reuse wheel wheel-cuda wheel-test wheel-matrix deploy-check
 
 all: build
 
@@ -54,8 +54,9 @@ pytest: $(SO)
 
 test: ctest pytest
 
-# The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the whole suite, the demo and the
-# DDP example under RNGX_DEBUG_KEY_REUSE=raise. Tests that reuse keys on purpose say so: @pytest.mark.key_reuse_ok.
+# The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the whole suite and the demo (with
+# examples/entropy_bottleneck.py) under RNGX_DEBUG_KEY_REUSE=raise; the multi-process examples run in `make dist`.
+# Tests that draw from a key twice on purpose say so: @pytest.mark.key_reuse_ok(why), and the checker is off there.
 test-key-reuse: $(SO)
 	RNGX_DEBUG_KEY_REUSE=raise $(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/test_distributed.py
 	cd examples && RNGX_DEBUG_KEY_REUSE=raise ../$(PYTHON) demo.py

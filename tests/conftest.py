@@ -84,7 +84,18 @@ def _checker_for(node):
         raise ValueError(f"{node.nodeid}: key_reuse_ok needs a reason")
     if not KEY_REUSE:
         return contextlib.nullcontext()
-    return debug.key_reuse("off" if marker is not None else KEY_REUSE)
+    return _unchecked() if marker is not None else debug.key_reuse(KEY_REUSE)
+
+
+@contextlib.contextmanager
+def _unchecked():
+    """The checker off here and in the processes the test starts."""
+    del os.environ[debug.ENV]
+    try:
+        with debug.key_reuse("off"):
+            yield
+    finally:
+        os.environ[debug.ENV] = KEY_REUSE
 
 
 @pytest.fixture(autouse=True, scope="module")

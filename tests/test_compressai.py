@@ -10,6 +10,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from entropy_bottleneck import EntropyBottleneck, TinyCodec  # noqa: E402
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare eager against compiled training")
+
 
 def forward_backward(module, x):
     x = x.detach().clone().requires_grad_()
@@ -21,6 +23,7 @@ def forward_backward(module, x):
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
+@REUSES_KEYS
 def test_entropy_bottleneck_compiled_equals_eager(channels_last):
     torch.manual_seed(0)
     eb = EntropyBottleneck(32)
@@ -34,6 +37,7 @@ def test_entropy_bottleneck_compiled_equals_eager(channels_last):
     assert not torch.equal(eager[0], torch.round(x)), "training mode must add noise"
 
 
+@REUSES_KEYS
 def test_codec_compiled_equals_eager_and_eval_is_deterministic():
     torch.manual_seed(0)
     codec = TinyCodec()
