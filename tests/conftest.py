@@ -90,12 +90,13 @@ def _checker_for(node):
 @contextlib.contextmanager
 def _unchecked():
     """The checker off here and in the processes the test starts."""
-    del os.environ[debug.ENV]
+    saved = os.environ.pop(debug.ENV, None)  # None inside a module that is off already
     try:
         with debug.key_reuse("off"):
             yield
     finally:
-        os.environ[debug.ENV] = KEY_REUSE
+        if saved is not None:
+            os.environ[debug.ENV] = saved
 
 
 @pytest.fixture(autouse=True, scope="module")
