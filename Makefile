@@ -15,7 +15,7 @@ C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc
+	aoti-cpp test-key-reuse wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc
 
 all: build
 
@@ -60,6 +60,13 @@ pytest: $(SO)
 	$(PYTHON) -m pytest -q tests --ignore=tests/test_distributed.py
 
 test: ctest pytest
+
+# The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the whole suite and the demo (with
+# examples/entropy_bottleneck.py) under RNGX_DEBUG_KEY_REUSE=raise; the multi-process examples run in `make dist`.
+# Tests that draw from a key twice on purpose say so: @pytest.mark.key_reuse_ok(why), and the checker is off there.
+test-key-reuse: $(SO)
+	RNGX_DEBUG_KEY_REUSE=raise $(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/test_distributed.py
+	cd examples && RNGX_DEBUG_KEY_REUSE=raise ../$(PYTHON) demo.py
 
 # Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values), then the
 # distributions of normal, truncated normal, bernoulli and randint on 16x the samples of `make test`.

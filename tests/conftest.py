@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 # tests/test_triton.py runs Triton kernels on the CPU through Triton's interpreter. @triton.jit reads this when a
@@ -9,6 +10,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import torch_rngx  # noqa: F401,E402  (loads the ops)
+from torch_rngx import debug  # noqa: E402
 
 # Compiling a function per layout would hit dynamo's default recompile limit in parametrized tests.
 torch._dynamo.config.cache_size_limit = 64
@@ -67,3 +69,47 @@ def rng():
 
 # test_compile takes each output's gradient separately (retain_graph=True), which donated buffers forbid.
 torch._functorch.config.donated_buffer = False
+
+
+# make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each module and each test is its own program
+# with a fresh history, and one that draws from a key twice on purpose says why: @pytest.mark.key_reuse_ok(why)
+# (the checker is then off for it).
+KEY_REUSE = os.environ.get(debug.ENV, "")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "key_reuse_ok(why): reuses keys on purpose; the key-reuse checker is off")
+
+
+def _checker_for(node):
+    """The checker for a module or test: a fresh one, or off for key_reuse_ok; None when the run is not checked."""
+    marker = node.get_closest_marker("key_reuse_ok")
+    if marker is not None and not marker.args:
+        raise ValueError(f"{node.nodeid}: key_reuse_ok needs a reason")
+    if not KEY_REUSE:
+        return contextlib.nullcontext()
+    return _unchecked() if marker is not None else debug.key_reuse(KEY_REUSE)
+
+
+@contextlib.contextmanager
+def _unchecked():
+    """The checker off here and in the processes the test starts."""
+    saved = os.environ.pop(debug.ENV, None)  # None inside a module that is off already
+    try:
+        with debug.key_reuse("off"):
+            yield
+    finally:
+        if saved is not None:
+            os.environ[debug.ENV] = saved
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _key_reuse_per_module(request):  # module-scoped fixtures run under this one
+    with _checker_for(request.node):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _key_reuse_per_test(request):
+    with _checker_for(request.node):
+        yield

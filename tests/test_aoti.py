@@ -15,6 +15,8 @@ import torch
 import torch_rngx
 from torch_rngx import functional as F
 
+pytestmark = pytest.mark.key_reuse_ok("recomputes draws on purpose (module fixture): eager calls against packaged ones")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPP = os.environ.get("RNGX_AOTI_CPP", os.path.join(ROOT, "build", "aoti_cpp", "rngx_aoti"))
 ROWS, COLS, CALLS = 4, 8, 3

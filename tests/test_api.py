@@ -7,6 +7,8 @@ import torch_rngx
 from torch_rngx import _C
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare the API's paths and argument forms")
+
 
 class TestGenerator:
     def test_seed_offset_and_accessors(self):
@@ -29,6 +31,7 @@ class TestGenerator:
         a = torch_rngx.rand_like(torch.empty(4), generator=g)
         assert g.manual_seed(3) is g and torch.equal(torch_rngx.rand_like(torch.empty(4), generator=g), a)
 
+    @REUSES_KEYS
     def test_clone_is_independent(self):
         g = torch_rngx.Generator(11)
         torch_rngx.rand_like(torch.empty(3), generator=g)
@@ -59,6 +62,7 @@ def test_version():
 
 
 class TestRandLike:
+    @REUSES_KEYS
     def test_dtype_strides_and_values(self):
         x = torch.empty(2, 3, 4, 5).to(memory_format=torch.channels_last)
         u = torch_rngx.rand_like(x, generator=torch_rngx.Generator(9), dtype=torch.float64)
@@ -82,6 +86,7 @@ class TestQuantize:
     x = torch.tensor([[-1.7, -0.5, 0.49, 2.5, 3.2]]).view(1, 5, 1, 1)
     means = torch.tensor([0.3, -0.2, 0.0, 0.1, 1.0]).view(1, 5, 1, 1)
 
+    @REUSES_KEYS
     def test_noise_is_quantize_noise_at_the_generators_state(self):
         g = torch_rngx.Generator(4)
         assert torch.equal(torch_rngx.quantize(self.x, generator=g), F.quantize_noise(self.x, make_state(4, 0), 0.5))
@@ -113,6 +118,7 @@ class TestDropout:
         assert drop(x) is x and torch_rngx.dropout(x, 0.5, training=False, generator=g) is x
         assert g.state.tolist() == [2, 0]
 
+    @REUSES_KEYS
     def test_module_matches_function(self):
         x = torch.randn(4, 6)
         drop = torch_rngx.nn.Dropout(0.25, generator=torch_rngx.Generator(8))
@@ -128,6 +134,7 @@ class TestDropout:
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 @pytest.mark.parametrize("numel", [1, 7, 1024, (1 << 15) + 3])  # the last one takes the two-call path
+@REUSES_KEYS
 def test_fast_path_equals_step_then_op(dtype, numel):
     x = torch.randn(numel).to(dtype).as_strided((numel,), (1,))
     for offset in (0, (1 << 64) - 3):
@@ -151,6 +158,7 @@ def _layouts_for_fast_path(dtype):
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("path", _C.simd_paths())
+@REUSES_KEYS
 def test_fast_path_in_every_layout_path_and_thread_count(path, threads):
     """The one-call path equals the two-call path (key, then the functional op) computed on the scalar path and
     one thread, in every layout, dtype, Philox path and thread count."""

@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import api_doc  # noqa: E402
 
 # Public-looking module globals that are internal on purpose (shared with other private modules).
-INTERNAL = {"torch_rngx.functional.blocks_of", "torch_rngx.functional.SELU_ALPHA"}
+INTERNAL = {"torch_rngx.functional.blocks_of", "torch_rngx.functional.words_per_element",
+            "torch_rngx.functional.SELU_ALPHA"}
 
 
 def _callables():

@@ -19,6 +19,8 @@ import torch
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare valid calls around the bad ones")
+
 ops = torch.ops.rngx
 PUBLIC = (TypeError, ValueError)  # what the Python API raises
 RAW = (RuntimeError, TypeError, ValueError, NotImplementedError)  # C++ checks, the schema parser, the dispatcher
@@ -646,6 +648,7 @@ FLOAT32_EDGE = float.fromhex("0x1.fffffefffffffp+127")  # the largest double tha
 
 
 @pytest.mark.parametrize("op", [F.uniform, ops.uniform])
+@REUSES_KEYS
 def test_float32_limits_just_inside_are_accepted(op):
     s = good_state()
     args = (None,) if op is ops.uniform else ()
@@ -661,6 +664,7 @@ def test_float32_limits_just_inside_are_accepted(op):
 
 
 @pytest.mark.parametrize("op", [F.quantize_noise, ops.quantize_noise])
+@REUSES_KEYS
 def test_half_limits_just_inside_are_accepted(op):
     s = good_state()
     assert torch.isfinite(op(torch.zeros(64), s, FLOAT32_EDGE / 2)).all()

@@ -14,6 +14,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from entropy_bottleneck import EntropyBottleneck, TinyCodec  # noqa: E402
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare eager against compiled training")
+
 
 def forward_backward(module, x):
     x = x.detach().clone().requires_grad_()
@@ -25,6 +27,7 @@ def forward_backward(module, x):
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
+@REUSES_KEYS
 def test_entropy_bottleneck_compiled_equals_eager(channels_last):
     torch.manual_seed(0)
     eb = EntropyBottleneck(32)
@@ -51,6 +54,7 @@ def assert_within_rounding(eager, compiled):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
 
 
+@REUSES_KEYS
 def test_codec_compiled_equals_eager_and_eval_is_deterministic():
     torch.manual_seed(0)
     codec = TinyCodec()

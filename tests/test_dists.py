@@ -14,6 +14,9 @@ import torch_rngx
 from torch_rngx import _C
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare layouts, dtypes and references")
+
+
 STATE = make_state(0x9E3779B97F4A7C15, 2**64 - 3)  # offsets wrap past 2^64 inside the call
 RANDINT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
 TRUNC = [(0.0, 1.0, -2.0, 2.0), (0.5, 2.0, -1.0, 3.3), (0.0, 1.0, 4.0, 4.5), (3.0, 0.01, 2.9, 3.0000001)]
@@ -63,6 +66,7 @@ def test_truncated_normal_equals_reference_and_stays_in_bounds(dtype, mean, std,
 
 
 @pytest.mark.parametrize("dtype", RANDINT_DTYPES)
+@REUSES_KEYS
 def test_randint_equals_reference(dtype):
     lo, hi = (0, 256) if dtype == torch.uint8 else (-100, 127) if dtype == torch.int8 else (-70000, 3)
     if dtype == torch.int16:
@@ -82,6 +86,7 @@ def test_randint_extreme_ranges(dtype, lo, hi):
     assert int(out.min()) >= lo and int(out.max()) < hi
 
 
+@REUSES_KEYS
 def test_batched_states_give_each_slice_its_key():
     keys = torch.stack([make_state(11 + i, 3 * i) for i in range(4)]).view(4, 1, 1, 2)
     x = torch.empty(4, 6, 9)
@@ -96,6 +101,7 @@ def test_batched_states_give_each_slice_its_key():
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@REUSES_KEYS
 def test_bernoulli_is_dropouts_mask_dropped(dtype):
     x = layouts(dtype=dtype)["channels_last"]
     for p in (0.0, 0.3, 0.5, 1.0):
@@ -104,6 +110,7 @@ def test_bernoulli_is_dropouts_mask_dropped(dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@REUSES_KEYS
 def test_bernoulli_tensor_p_broadcasts_and_equals_reference(dtype):
     x = torch.empty(3, 5, 7, dtype=dtype)
     p = torch.linspace(0, 1, 7, dtype=torch.float64)  # broadcast: the kernel reads it with stride-0 dims
@@ -115,6 +122,7 @@ def test_bernoulli_tensor_p_broadcasts_and_equals_reference(dtype):
     assert torch.equal(F.bernoulli(x, STATE, torch.tensor(0.25)), F.bernoulli(x, STATE, 0.25))
 
 
+@REUSES_KEYS
 def test_normal_mean_std_rounding_order():
     """z * std + mean in float32 for <= 32-bit types: fl32(fl32(z) * fl32(std)) + fl32(mean), each rounded."""
     x = torch.empty(1000)
@@ -190,6 +198,7 @@ def test_blocks_used_per_op():
         torch_rngx.blocks_used(10, torch.int32, "normal")
 
 
+@REUSES_KEYS
 def test_samplers_are_not_differentiable():
     x = torch.randn(4, 5, requires_grad=True)
     for out in (F.normal(x, STATE), F.truncated_normal(x, STATE), F.bernoulli(x, STATE, 0.5),
@@ -197,6 +206,7 @@ def test_samplers_are_not_differentiable():
         assert not out.requires_grad and out.grad_fn is None
 
 
+@REUSES_KEYS
 def test_trunc_normal_fills_in_place_like_torch():
     w = torch.empty(64, 32, requires_grad=True)
     out = torch_rngx.nn.init.trunc_normal_(w, 0.0, 0.02, -0.04, 0.04, generator=torch_rngx.Generator(5))
@@ -217,6 +227,7 @@ def _all_ops(x, state):
 
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+@REUSES_KEYS
 def test_compile_fullgraph_equals_eager(dynamic, layout):
     x = layouts()[layout]
     compiled = torch.compile(_all_ops, fullgraph=True, dynamic=dynamic)
@@ -250,6 +261,7 @@ class _Model(torch.nn.Module):
         return _all_ops(x, state)
 
 
+@REUSES_KEYS
 def test_export_equals_eager():
     x = torch.randn(4, 6, 5)
     ep = torch.export.export(_Model(), (x, STATE))
@@ -259,6 +271,7 @@ def test_export_equals_eager():
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
+@REUSES_KEYS
 def test_thread_count_and_philox_path_do_not_change_values(threads):
     x = torch.empty(3, 70000)  # several parallel chunks
     old_threads, old_path = torch.get_num_threads(), _C.simd()
@@ -276,6 +289,7 @@ def test_thread_count_and_philox_path_do_not_change_values(threads):
         _C.set_simd(old_path)
 
 
+@REUSES_KEYS
 def test_vmap_over_keys_equals_batched_state():
     keys = F.split(STATE, 3)
     x = torch.empty(5, 4)

@@ -16,6 +16,8 @@ from torch.utils.checkpoint import checkpoint
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare the dropouts against their compositions")
+
 FUNCTIONS = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 MODULES = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 SHAPES = {"dropout": (2, 3, 4, 5), "dropout1d": (2, 3, 7), "dropout2d": (2, 3, 4, 5), "dropout3d": (2, 3, 2, 4, 5),
@@ -97,6 +99,7 @@ def test_inplace_under_compile_mutates_the_graph_input_as_eager(name):
 # ---- channel dropout ----
 
 @pytest.mark.parametrize("name", ["dropout1d", "dropout2d", "dropout3d"])
+@REUSES_KEYS
 def test_one_decision_per_sample_and_channel_from_the_stream(name):
     x = _x(name).abs() + 1  # no zeros of its own
     g = torch_rngx.Generator(11)
@@ -164,6 +167,7 @@ def test_channel_dropout_keeps_only_the_key_for_backward():
     assert torch.equal(x.grad, _call("dropout2d", torch.ones_like(x), 0.5))
 
 
+@REUSES_KEYS
 def test_feature_dropout_per_sample_keys():
     x = _x("dropout2d")
     keys = F.split(F.key(5), x.shape[0]).view(-1, 1, 1, 1, 2)
@@ -197,6 +201,7 @@ def test_rank_rules_and_warnings_are_torchs(name, dim):
 
 # ---- alpha dropout ----
 
+@REUSES_KEYS
 def test_alpha_dropout_uses_torchs_affine_correction():
     x, p = _x("alpha_dropout"), 0.3
     g = torch_rngx.Generator(2)
@@ -256,6 +261,7 @@ def test_export_of_module_owned_streams(name):
         assert torch.equal(exported(x), eager(x))
 
 
+@REUSES_KEYS
 def test_checkpointing_channel_dropout_is_exact():
     conv = torch.nn.Conv2d(3, 4, 3, padding=1)
     drop = torch_rngx.nn.Dropout2d(0.5, seed=3)
@@ -273,6 +279,7 @@ def test_checkpointing_channel_dropout_is_exact():
         assert torch.equal(g, w)
 
 
+@REUSES_KEYS
 def test_grad_through_functional_channel_and_alpha_dropout():
     x, key = _x("dropout2d").double(), F.key(2)
     for fn in (F.feature_dropout, F.alpha_dropout, F.feature_alpha_dropout):
@@ -282,6 +289,7 @@ def test_grad_through_functional_channel_and_alpha_dropout():
         assert torch.equal(got, t.grad)
 
 
+@REUSES_KEYS
 def test_vmap_randomness_for_channel_dropout():
     x = torch.ones(4, 2, 3, 5, 5)
     with pytest.raises(RuntimeError, match="randomness='error'"):
@@ -304,6 +312,7 @@ def _encoder():
     return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
 
 
+@REUSES_KEYS
 def test_convert_keeps_names_modes_and_parameters():
     model = _encoder()
     model.layers[1].dropout.eval()

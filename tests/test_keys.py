@@ -15,6 +15,8 @@ import reference as ref
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare batched keys against single keys, split and fold_in")
+
 U64 = 1 << 64
 SEEDS = [0, 5, 2**63, 2**64 - 1, 0x0123456789ABCDEF]
 
@@ -49,6 +51,7 @@ def test_key(seed):
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint64])
 @pytest.mark.parametrize("num", [1, 2, 5])
 @pytest.mark.parametrize("seed,offset", [(0, 0), (2**63, 7), (2**64 - 1, 2**64 - 2), (0x0123456789ABCDEF, 2**32 - 1)])
+@REUSES_KEYS
 def test_split_equals_reference(seed, offset, num, dtype):
     state = make_state(seed, offset, dtype)
     before = state.clone()
@@ -60,6 +63,7 @@ def test_split_equals_reference(seed, offset, num, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint64])
+@REUSES_KEYS
 def test_split_batched(dtype):
     state = keys((2, 3), dtype=dtype)
     kids = F.split(state, 4)
@@ -79,6 +83,7 @@ def test_fold_in_int_equals_reference(data, dtype):
     np.testing.assert_array_equal(np_state(out), ref.fold_in_ref(np_state(state), data))
 
 
+@REUSES_KEYS
 def test_fold_in_is_split_at_d():
     state = make_state(77, 2**64 - 2)
     kids = F.split(state, 6)
@@ -88,6 +93,7 @@ def test_fold_in_is_split_at_d():
 
 
 @pytest.mark.parametrize("data_dtype", [torch.int64, torch.uint64])
+@REUSES_KEYS
 def test_fold_in_tensor_data(data_dtype):
     state = keys((2, 3))
     # one value for every key; the tensor's bits are read as uint64, as the state's are
@@ -105,6 +111,7 @@ def test_fold_in_tensor_data(data_dtype):
             assert torch.equal(out[i, j], F.fold_in(state[i, j], int(per_key.view(torch.int64)[i, j]) % U64))
 
 
+@REUSES_KEYS
 def test_uint64_state_gives_uint64_keys_with_the_same_bits():
     s = make_state(2**63 + 9, 2**64 - 1)
     su = s.view(torch.uint64)
@@ -115,6 +122,7 @@ def test_uint64_state_gives_uint64_keys_with_the_same_bits():
 # ---- Generator.split / fold_in ------------------------------------------------------------------------------
 
 
+@REUSES_KEYS
 def test_generator_split_and_fold_in_derive_without_advancing():
     g = torch_rngx.Generator(2**64 - 1)
     torch_rngx.rand_like(torch.empty(9), generator=g)  # offset 3
@@ -130,6 +138,7 @@ def test_generator_split_and_fold_in_derive_without_advancing():
     assert torch.equal(g.fold_in(1).state, kids[1].state)
 
 
+@REUSES_KEYS
 def test_generator_children_are_independent():
     g = torch_rngx.Generator(3)
     a, b = g.split(2)
@@ -188,6 +197,7 @@ def test_batched_equals_reference(op, dtype, B):
 
 
 @pytest.mark.parametrize("op", OPS)
+@REUSES_KEYS
 def test_per_sample_keys(op):
     """(N, 1, 1, 1, 2) on (N, C, H, W): sample n is the op on x[n] with key n."""
     state = keys((4, 1, 1, 1))
@@ -197,6 +207,7 @@ def test_per_sample_keys(op):
 
 
 @pytest.mark.parametrize("op", OPS)
+@REUSES_KEYS
 def test_broadcast_dims_repeat_values(op):
     """(1, 3, 1, 1, 2): dim 0 reuses the keys, so every sample gets the same values (from its own x)."""
     state = keys((1, 3, 1, 1))
@@ -210,6 +221,7 @@ def test_broadcast_dims_repeat_values(op):
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("ndim", [1, 2, 4])
+@REUSES_KEYS
 def test_all_ones_batch_is_the_unbatched_key(op, ndim):
     x = X.reshape(X.shape[:ndim - 1] + (-1,)) if ndim > 1 else X.reshape(-1)
     state = make_state(2**64 - 1, 2**64 - 7)
@@ -219,6 +231,7 @@ def test_all_ones_batch_is_the_unbatched_key(op, ndim):
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("name", ["channels_last", "transposed", "sliced"])
+@REUSES_KEYS
 def test_batched_any_layout(op, name):
     x = layouts((4, 3, 5, 6))[name]
     for B in [(4, 1, 1, 1), (1, 3, 1, 1), (4, 1, 5, 6), (1, 1, 1, 6)]:
@@ -230,6 +243,7 @@ def test_batched_any_layout(op, name):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@REUSES_KEYS
 def test_batched_dropout_backward_recomputes_each_keys_mask(dtype):
     state = keys((4, 1, 1, 1))
     x = X.to(dtype).detach().clone().requires_grad_()
@@ -246,12 +260,14 @@ def test_batched_dropout_backward_recomputes_each_keys_mask(dtype):
 
 
 @pytest.mark.parametrize("op", OPS)
+@REUSES_KEYS
 def test_int64_and_uint64_states_give_identical_bits(op):
     for state in (make_state(2**63 + 1, 2**64 - 2), keys((4, 1, 5, 1))):
         a = run_op(op, X, state)
         np.testing.assert_array_equal(raw_bits(a), raw_bits(run_op(op, X, state.view(torch.uint64))))
 
 
+@REUSES_KEYS
 def test_empty_batched_state_gives_an_empty_output():
     """B_d == out.shape[d] == 0 is a valid batch dim. Run in a child process: a crash fails only this test."""
     code = """
@@ -284,6 +300,7 @@ def test_bits_dtypes_equal_reference(dtype, state):
     np.testing.assert_array_equal(raw_bits(out), want.reshape(-1).view(UINT[out.element_size()]))
 
 
+@REUSES_KEYS
 def test_bits_default_is_int32_and_narrow_dtypes_take_low_bits():
     s = make_state(9, 4)
     w = F.bits([64], s)
@@ -316,6 +333,7 @@ def derive_and_draw(state, x):
 
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("state_dtype", [torch.int64, torch.uint64])
+@REUSES_KEYS
 def test_compiled_key_ops_equal_eager(dynamic, state_dtype):
     compiled = torch.compile(derive_and_draw, fullgraph=True, dynamic=dynamic)
     for cols, seed in [(5, 1), (7, 2**64 - 1)]:
@@ -338,6 +356,7 @@ class DeriveModule(torch.nn.Module):
         return kids, F.fold_in(state, 2**64 - 1), F.fold_in(kids, torch.arange(4)), u
 
 
+@REUSES_KEYS
 def test_export_key_ops_and_batched_uniform():
     x = torch.empty(4, 3, 5)
     ep = torch.export.export(DeriveModule(), (x, make_state(1, 2)))

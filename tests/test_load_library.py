@@ -6,13 +6,17 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare the library alone against the package")
+
 ALONE = r"""
 import sys
+import pytest
 import torch
 torch.ops.load_library(sys.argv[1])
 assert "torch_rngx" not in sys.modules
@@ -49,6 +53,7 @@ def same_size_ints(t):
     return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
+@REUSES_KEYS
 def test_ops_from_the_library_alone(tmp_path):
     lib = os.path.realpath(torch_rngx._C.__file__)
     subprocess.run([sys.executable, "-c", ALONE, lib, str(tmp_path / "out.pt")], check=True, cwd=tmp_path,
@@ -87,9 +92,11 @@ def test_ops_from_the_library_alone(tmp_path):
 
 TWO_COPIES = r"""
 import sys
+import pytest
 import torch
 torch.ops.load_library(sys.argv[1])
 import torch_rngx
+
 print(torch_rngx.rand_like(torch.empty(3), generator=torch_rngx.Generator(1)).tolist())
 """
 

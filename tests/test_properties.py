@@ -16,6 +16,9 @@ import reference as ref
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare random layouts (hypothesis replays examples)")
+
+
 U64 = 1 << 64
 CARRY = 1 << 32  # block index where the counter's low 32 bits carry into the high ones
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -185,6 +188,7 @@ def assert_fresh(out, *inputs):
 
 @PROFILE
 @given(size=shapes(max_numel=5000), st_=states(), dtype=st.sampled_from(INT_DTYPES + [None]))
+@REUSES_KEYS
 def test_bits_equal_reference(size, st_, dtype):
     seed, offset, state, holder = st_
     snap = snapshot(holder)
@@ -205,6 +209,7 @@ def test_bits_equal_reference(size, st_, dtype):
     low=st.one_of(st.floats(-1e4, 1e4), st.sampled_from([0.0, -0.5, -1e30, 1e-30, 5e-324, 60000.0])),
     width=st.one_of(st.floats(0.0, 1e4), st.sampled_from([0.0, 1.0, 2.0**-20, 1e30])),
 )
+@REUSES_KEYS
 def test_uniform_equals_reference(xb, st_, out_dtype, low, width):
     like, buffer = xb
     seed, offset, state, holder = st_
@@ -234,6 +239,7 @@ def test_uniform_equals_reference(xb, st_, out_dtype, low, width):
     half=st.one_of(st.floats(0.0, 1e3), st.sampled_from([0.0, 0.5, 2.0**-30, 1e20])),
     grad=st.booleans(),
 )
+@REUSES_KEYS
 def test_quantize_noise_equals_reference(xb, st_, half, grad):
     x, buffer = xb
     seed, offset, state, holder = st_
@@ -256,6 +262,7 @@ def test_quantize_noise_equals_reference(xb, st_, half, grad):
 
 @PROFILE
 @given(xb=tensors(), st_=states(), p=probabilities)
+@REUSES_KEYS
 def test_dropout_equals_reference(xb, st_, p):
     x, buffer = xb
     seed, offset, state, holder = st_
@@ -271,6 +278,7 @@ def test_dropout_equals_reference(xb, st_, p):
 
 @PROFILE
 @given(xb=tensors(specials=False), st_=states(), data=st.data())
+@REUSES_KEYS
 def test_dropout_keeps_an_element_whose_u_equals_p(xb, st_, data):
     """The boundary: keep iff u >= p, so p set to one element's own u keeps that element."""
     x, _ = xb
@@ -287,6 +295,7 @@ def test_dropout_keeps_an_element_whose_u_equals_p(xb, st_, data):
 
 @PROFILE
 @given(data=st.data(), st_=states(), p=probabilities)
+@REUSES_KEYS
 def test_dropout_backward_equals_reference(data, st_, p):
     """The gradient is dropout of the incoming gradient under the same mask, recomputed from the state."""
     x, buffer = data.draw(tensors(specials=False))
@@ -333,6 +342,7 @@ calls = st.lists(
 
 @PROFILE
 @given(seed=seeds, start=offsets, seq=calls)
+@REUSES_KEYS
 def test_generator_sequence_equals_functional_at_consecutive_offsets(seed, start, seq):
     g = torch_rngx.Generator(seed)
     g.set_state(torch.tensor([signed(seed), signed(start)], dtype=torch.int64))
@@ -363,6 +373,7 @@ def logical_bits_t(t):
 
 @settings(PROFILE, max_examples=6)
 @given(xb=tensors(shape=[3, 257, 97], specials=False), st_=states(), p=probabilities)
+@REUSES_KEYS
 def test_multi_task_tensors_equal_reference(xb, st_, p):
     """74,787 elements: more than two of the kernel's parallel tasks, in a strided layout."""
     x, buffer = xb
@@ -399,6 +410,7 @@ def batched_states(draw, shape):
 
 @PROFILE
 @given(data=st.data(), op=st.sampled_from(["bits", "uniform", "quantize_noise", "dropout"]))
+@REUSES_KEYS
 def test_batched_states_equal_reference(data, op):
     x, buffer = data.draw(tensors(specials=False))
     keys, state = data.draw(batched_states(list(x.shape)))

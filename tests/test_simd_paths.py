@@ -17,6 +17,8 @@ from conftest import make_state
 from torch_rngx import _C
 from torch_rngx import functional as F
 
+pytestmark = pytest.mark.key_reuse_ok("recomputes draws on purpose (module fixture): SIMD against scalar paths")
+
 PATHS = _C.simd_paths()
 STATES = [make_state(0x0123456789ABCDEF, 0), make_state(7, 2**32 - 5), make_state(2**64 - 1, 2**64 - 6, torch.uint64),
           "batched"]

@@ -9,6 +9,9 @@ from reference import philox4x32_10, words
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare the stream against the reference in pieces")
+
+
 # Random123's published known-answer vectors for philox4x32-10: (counter, key) -> output.
 KNOWN_ANSWERS = [
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
@@ -36,6 +39,7 @@ def test_reference_vectorized_equals_scalar():
         assert int(w) == philox4x32_10((block & 0xFFFFFFFF, block >> 32, 0, 0), (seed & 0xFFFFFFFF, seed >> 32))[t % 4]
 
 
+@REUSES_KEYS
 def test_bits_first_block_is_the_zero_vector():
     assert F.bits([4], make_state(0, 0), dtype=torch.uint32).tolist() == list(KNOWN_ANSWERS[0][2])
     assert (F.bits([4], make_state(0, 0)).to(torch.int64) & 0xFFFFFFFF).tolist() == list(KNOWN_ANSWERS[0][2])
@@ -49,6 +53,7 @@ def test_bits_equal_reference(seed, offset):
     np.testing.assert_array_equal(got.numpy().view(np.uint32).astype(np.uint64), words(seed, offset, 21).reshape(3, 7))
 
 
+@REUSES_KEYS
 def test_offset_counts_blocks():
     """Offset o starts at word 4 o of offset 0's sequence: always at lane 0 of a block."""
     base = raw_words([60], make_state(42, 0))
@@ -60,6 +65,7 @@ def test_bits_large_call_spans_threads():
     np.testing.assert_array_equal(raw_words([300_001], make_state(99, 7)), words(99, 7, 300_001))
 
 
+@REUSES_KEYS
 def test_float64_takes_torchs_packing():
     """float64: m53 = ((w0 & 0x1FFFFF) << 32) | w1, which is the low 53 bits of the int64 bits (w0 << 32) | w1."""
     state = make_state(0xABCDEF, 9)

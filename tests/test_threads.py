@@ -9,6 +9,8 @@ import torch
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare thread counts")
+
 THREADS = 8
 
 
@@ -82,6 +84,7 @@ def assert_bitwise_equal(a, b):
         assert torch.equal(as_bytes(u), as_bytes(v)), j
 
 
+@REUSES_KEYS
 def test_threads_with_their_own_generators_equal_serial(busy_switching):
     serial = [program(i) for i in range(THREADS)]
     concurrent = run_concurrently([lambda i=i: program(i) for i in range(THREADS)])
@@ -90,6 +93,7 @@ def test_threads_with_their_own_generators_equal_serial(busy_switching):
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@REUSES_KEYS
 def test_intra_op_thread_count_does_not_change_values(threads):
     x = torch.randn(70, 5, 401).transpose(0, 1)[:, ::2]  # 70,350 elements, strided: three tasks
     state = torch.tensor([12345, 3], dtype=torch.int64)
@@ -108,6 +112,7 @@ def test_intra_op_thread_count_does_not_change_values(threads):
 
 
 @pytest.mark.parametrize("threads", [2, 4])
+@REUSES_KEYS
 def test_shared_generator_gives_every_eager_call_its_own_blocks(busy_switching, threads):
     """A Generator shared by threads: each eager call takes a distinct, whole range of the stream, and the
     offset ends at the total consumed. Which thread gets which range depends on scheduling."""

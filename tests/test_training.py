@@ -25,6 +25,8 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 import torch_rngx
 from torch_rngx import functional as F
 
+REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare checkpointed, resumed and plain runs")
+
 
 # ---- activation checkpointing ----
 
@@ -95,6 +97,7 @@ STREAMS = ["gen", "rng", "seed", "none"]
 
 @pytest.mark.parametrize("stream", STREAMS)
 @pytest.mark.parametrize("mechanism", ["non_reentrant", "selective", "rngx_context", "rngx_context_policy"])
+@REUSES_KEYS
 def test_eager_checkpointing_is_exact(stream, mechanism):
     _assert_same(_train_step(stream, mechanism), _train_step(stream, "plain"))
 
@@ -124,6 +127,7 @@ def test_each_generator_advances_once_per_forward():
 
 
 @pytest.mark.parametrize("stream", ["gen", "rng", "seed"])
+@REUSES_KEYS
 def test_reentrant_checkpointing_of_a_stateful_draw_raises(stream):
     with pytest.raises(RuntimeError, match="cannot be replayed.*use_reentrant=True"):
         _train_step(stream, "reentrant")
@@ -184,6 +188,7 @@ X = torch.randn(6, generator=torch.Generator().manual_seed(3), dtype=torch.float
 
 
 @pytest.mark.parametrize("name", OPS)
+@REUSES_KEYS
 def test_grad_vjp_jacrev_jvp_agree_with_autograd(name):
     fn = OPS[name]
     x = X.clone().requires_grad_()
@@ -197,11 +202,13 @@ def test_grad_vjp_jacrev_jvp_agree_with_autograd(name):
     assert torch.allclose(jvp_out, want @ tangent, rtol=0, atol=1e-12)
 
 
+@REUSES_KEYS
 def test_dropout_forward_mode_is_dropout_of_the_tangent():
     tangent = torch.randn(6, dtype=torch.float64)
     assert torch.equal(jvp(OPS["dropout"], (X,), (tangent,))[1], F.dropout(tangent, KEY, 0.4))
 
 
+@REUSES_KEYS
 def test_functional_call_through_module_state():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch_rngx.nn.Dropout(0.5, seed=3))
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
@@ -214,6 +221,7 @@ def test_functional_call_through_module_state():
     assert torch.equal(buffers["1.rng_state"], model[1].rng_state)  # both advanced once
 
 
+@REUSES_KEYS
 def test_vmap_unbatched_key_is_the_pure_function_on_each_row():
     x = torch.randn(4, 6)
     for fn in OPS.values():
@@ -222,6 +230,7 @@ def test_vmap_unbatched_key_is_the_pure_function_on_each_row():
             assert torch.equal(got[i], fn(x[i]))
 
 
+@REUSES_KEYS
 def test_vmap_batched_keys_equal_the_loop():
     x, keys = torch.randn(4, 6), F.split(KEY, 4)
     got = vmap(lambda r, k: F.dropout(r, k, 0.5))(x, keys)
@@ -236,6 +245,7 @@ def test_vmap_batched_keys_equal_the_loop():
         assert torch.equal(folded[i], F.fold_in(keys[i], 9))
 
 
+@REUSES_KEYS
 def test_vmap_grad_per_key():
     x, keys = torch.randn(4, 6), F.split(KEY, 4)
     got = vmap(grad(lambda r, k: F.dropout(r, k, 0.5).sum()))(x, keys)
@@ -291,6 +301,7 @@ class Net(torch.nn.Module):
         return torch_rngx.quantize(self.drop(self.lin(x)), generator=self.rng)
 
 
+@REUSES_KEYS
 def test_module_state_is_in_state_dict_and_survives_dtype_casts_and_copies():
     net = Net()
     assert {"drop.rng_state", "rng.state"} <= set(net.state_dict())
@@ -317,6 +328,7 @@ def test_load_state_dict_rejects_a_bad_state_buffer():
         Net().load_state_dict({**sd, "drop.rng_state": torch.zeros(2, dtype=torch.int32)})
 
 
+@REUSES_KEYS
 def test_fold_in_gives_each_rank_its_own_streams():
     nets = [Net() for _ in range(2)]
     nets[1].load_state_dict(nets[0].state_dict())  # what DDP does: rank 0's buffers everywhere

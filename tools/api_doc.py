@@ -24,6 +24,7 @@ MODULES = {
     "torch_rngx.functional": "Stateless functions on explicit keys, like `torch.func._random`: the same key gives the "
                              "same values and is never modified. Import it as `import torch_rngx.functional as rf`.",
     "torch_rngx.testing": "torch.library.opcheck over every op, for your CI.",
+    "torch_rngx.debug": "Debugging aids: the key-reuse checker (docs/guide.md, \"Catching key reuse\").",
     "torch_rngx.distributed": "DTensor support (`import torch_rngx.distributed` once; docs/distributed.md).",
 }
 _SECTION = re.compile(r"^(Args:|Keyword args:|Example::)$")

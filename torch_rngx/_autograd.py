@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from . import _ops, _replay, functional
+from . import _ops, _replay, _reuse, functional
 from ._ops import ops
 
 def _rows(info, x_dim, x):
@@ -47,6 +47,24 @@ def _numel(x, params):
 def _batched(params, n):
     """params with the global view (if any) given a leading batch dim of n."""
     return (*params[:-2], *_ops.batched_view(n, params[-2], params[-1]))
+
+
+def _record(kind, x, key, params):
+    """Tells the key-reuse checker (on) the words a call with an explicit key reads: x's elements' or, under a
+    global view, its block's."""
+    d = params[-3] if len(params) >= 3 else None
+    dtype = d if isinstance(d, torch.dtype) else x.dtype
+    _reuse.active.draw(kind, key, x.shape, functional.words_per_element(dtype, kind), *params[-2:])
+
+
+def _record_taken(kind, key, numel, dtype):
+    """Tells the key-reuse checker (on) the blocks a Generator advanced past for one call."""
+    _reuse.active.blocks(kind, key, [(0, functional.blocks_of(numel, dtype, kind))])
+
+
+def plain_tensors():
+    """Not inside a torch.func transform."""
+    return torch._C._functorch.peek_interpreter_stack() is None
 
 
 def _draw(owner, numel, dtype, kind=None):
@@ -117,6 +135,8 @@ def _functions(kind, kernel):
         @staticmethod
         def forward(x, owner, dtype, *params):
             key = _draw(owner, _numel(x, params), dtype, kind)
+            if _reuse.active is not None and owner is not None:
+                _record_taken(kind, key, _numel(x, params), dtype)
             with torch._C._AutoDispatchBelowAutograd():
                 return kernel(x, key, *params), key
 
@@ -143,11 +163,15 @@ def _functions(kind, kernel):
                 raise RuntimeError(_RANDOMNESS_ERROR)
             x = _rows(info, in_dims[0], x)
             params = _param_rows(info, in_dims[3:], params)
-            if info.randomness == "same":
+            if info.randomness == "same":  # every row reads the same words, on purpose: recorded once
                 key = _draw(owner, _numel(x[0], params), dtype, kind)
+                if _reuse.active is not None and owner is not None:
+                    _record_taken(kind, key, _numel(x[0], params), dtype)
                 out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *_batched(params, info.batch_size))
             else:
                 key = _draw(owner, _numel(x[0], params) * info.batch_size, dtype, kind)
+                if _reuse.active is not None and owner is not None:
+                    _record_taken(kind, key, _numel(x[0], params) * info.batch_size, dtype)
                 out = Sample.apply(x, key, *_batched(params, info.batch_size))
             return (out, key), (0, None)
 
@@ -193,7 +217,10 @@ def _compiled(kind, x, key, params):
 
 def sample(kind, x, key, *params):
     if torch.compiler.is_compiling():
+        _reuse.traced(key, kind)
         return _compiled(kind, x, key, params)
+    if _reuse.active is not None:
+        _record(kind, x, key, params)
     if torch._C._functorch.peek_interpreter_stack() is not None:  # inside a torch.func transform
         return SAMPLE[kind].apply(x, key, *params)
     return _eager(kind, x, key, params)
@@ -208,6 +235,10 @@ def draw(kind, x, owner, dtype, *params):
         return _compiled(kind, x, _draw(owner, _numel(x, params), dtype, kind), params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
+    if _reuse.active is not None and owner is not None:  # the fused step would advance before we read the key
+        key = _eager_key(owner, _numel(x, params), dtype, kind)
+        _record_taken(kind, key, _numel(x, params), dtype)
+        return _eager(kind, x, key, params)
     if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
             and x.numel() <= FUSED_MAX and (kind == "uniform" or not (x.requires_grad and torch.is_grad_enabled()))
             and _replay.plain_eager()):

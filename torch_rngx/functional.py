@@ -36,7 +36,7 @@ from typing import Optional, Sequence
 import torch
 from torch import Tensor
 
-from . import _autograd, _checks
+from . import _autograd, _checks, _reuse
 from ._ops import ops
 
 __all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "exponential", "feature_alpha_dropout",
@@ -85,7 +85,12 @@ def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None) -> int:
 def blocks_of(numel, dtype, op=None):
     """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype. `op`: the
     sampler's kind in _autograd (None, or an op taking rngx_words_per_element, means the default words)."""
-    return (numel * _OP_WORDS.get((op, dtype), _WORDS[dtype]) + 3) // 4
+    return (numel * words_per_element(dtype, op) + 3) // 4
+
+
+def words_per_element(dtype, op=None):
+    """The stream words one element of `dtype` takes in op `op` (docs/stream.md's table)."""
+    return _OP_WORDS.get((op, dtype), _WORDS[dtype])
 
 
 _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
@@ -145,7 +150,12 @@ def split(state: Tensor, num: int = 2) -> Tensor:
         torch.Size([2])
     """
     _checks.state(state)
-    return ops.split(state, _checks.num(num))
+    num = _checks.num(num)
+    if torch.compiler.is_compiling():
+        _reuse.traced(state, "split")
+    elif _reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
+        _reuse.active.blocks("split", state, [(0, num)])
+    return ops.split(state, num)
 
 
 def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
@@ -164,7 +174,12 @@ def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
         True
     """
     _checks.state(state)
-    return ops.fold_in(state, _checks.fold_data(data, state))
+    data = _checks.fold_data(data, state)
+    if _reuse.active is not None and not torch.compiler.is_compiling() and _autograd.plain_tensors():
+        # the result is block offset + data of each key
+        blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
+        _reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
+    return ops.fold_in(state, data)
 
 
 def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32,
@@ -187,6 +202,10 @@ def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32
         torch.Size([4])
     """
     size, *view = _checks.for_bits(size, state, dtype, global_shape, global_start)
+    if torch.compiler.is_compiling():
+        _reuse.traced(state, "bits")
+    elif _reuse.active is not None:
+        _reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
     return ops.bits(size, state, dtype, *view)
 
 

@@ -9,7 +9,7 @@ import os
 import torch
 from torch import Tensor
 
-from . import _checks
+from . import _checks, _reuse
 from ._ops import ops
 from .functional import fold_in, split
 
@@ -77,6 +77,8 @@ class Generator:
         if isinstance(seed, bool) or not 0 <= seed < _U64:
             raise ValueError(f"seed must be in [0, 2^64), got {seed}")
         self.state.copy_(torch.tensor([_signed(seed), 0], dtype=torch.int64))
+        if _reuse.active is not None:  # the stream restarts on purpose
+            _reuse.active.forget(seed)
         return self
 
     def seed(self) -> int:
@@ -117,6 +119,8 @@ class Generator:
         if new_state.shape != (2,):
             raise ValueError(f"new_state must have shape (2,) = [seed, offset], got {tuple(new_state.shape)}")
         self.state.copy_(new_state.view(torch.int64))
+        if _reuse.active is not None:  # a saved position, restored on purpose
+            _reuse.active.forget(self.state[0])
         return self
 
     def clone(self) -> Generator:
@@ -222,13 +226,16 @@ def stream_repr(state):
 
 
 def check_state_buffer(state_dict, key):
-    """A saved stream position must be an int64 [seed, offset]: anything else would be cast silently."""
+    """A saved stream position must be an int64 [seed, offset]: anything else would be cast silently. Loading
+    one restarts its stream on purpose, which the key-reuse checker (if on) is told."""
     if key not in state_dict:
         return  # load_state_dict reports missing keys itself
     value = state_dict[key]
     if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.shape != (2,):
         got = f"{value.dtype} {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
         raise ValueError(f"{key} must be an int64 tensor of shape (2,) = [seed, offset], got {got}")
+    if _reuse.active is not None:
+        _reuse.active.forget(value[0])
 
 
 def owner_of(generator):
