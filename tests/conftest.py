@@ -73,12 +73,22 @@ torch._functorch.config.donated_buffer = False
 
 # make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each module and each test is its own program
 # with a fresh history, and one that draws from a key twice on purpose says why: @pytest.mark.key_reuse_ok(why)
-# (the checker is then off for it).
+# (the checker is then off for it, and make test-key-reuse leaves it out: it ran as it is in make test).
 KEY_REUSE = os.environ.get(debug.ENV, "")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "key_reuse_ok(why): reuses keys on purpose; the key-reuse checker is off")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under the checker, a key_reuse_ok test would run exactly as in make test (the checker off): it is left out."""
+    if not KEY_REUSE:
+        return
+    unchecked = [item for item in items if item.get_closest_marker("key_reuse_ok")]
+    if unchecked:
+        config.hook.pytest_deselected(items=unchecked)
+        items[:] = [item for item in items if not item.get_closest_marker("key_reuse_ok")]
 
 
 def _checker_for(node):
