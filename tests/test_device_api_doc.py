@@ -14,6 +14,6 @@ def test_device_api_examples_run(tmp_path):
     assert len(blocks) >= 3 and all("assert" in b for b in blocks)
     script = tmp_path / "device_api_examples.py"
     script.write_text("\n".join(blocks))
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.path.join(ROOT, "examples")}
     run = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

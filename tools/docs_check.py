@@ -130,9 +130,13 @@ def run(block):
 
 
 def _env():
-    """The blocks import this checkout's torch_rngx, whichever Python runs them."""
+    """The blocks import this checkout's torch_rngx (and examples/), whichever Python runs them; without a GPU,
+    Triton kernels run on its CPU interpreter."""
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "examples")] + ([path] if path else []))}
+    if not _available("cuda"):
+        env.setdefault("TRITON_INTERPRET", "1")
+    return env
 
 
 def selected(args):
