@@ -5,6 +5,7 @@ import inspect
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import torch_rngx
@@ -89,6 +90,7 @@ def test_stands_in_for_is_named_or_declined():
     assert not unnamed, f"name the torch function these stand in for (``torch.x``) or say none: {unnamed}"
 
 
+@pytest.mark.key_reuse_ok("every docstring example starts from rf.key(0), as a reader's would")
 def test_examples_run():
     globs = {"torch": torch, "torch_rngx": torch_rngx, "rf": rf}
     finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)

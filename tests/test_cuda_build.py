@@ -52,7 +52,7 @@ def test_generator_and_errors():
     g = torch_rngx.Generator(7)
     a, b = torch_rngx.rand_like(torch.empty(10), generator=g), torch_rngx.rand_like(torch.empty(10), generator=g)
     assert not torch.equal(a, b) and int(g.state[1]) == 2 * torch_rngx.blocks_used(10, torch.float32) == 6
-    with pytest.raises(ValueError, match="p must be in"):
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
         torch_rngx.dropout(torch.ones(3), 1.5)
     with pytest.raises(ValueError, match="device must be"):
         torch_rngx.Generator(0, device="meta")

@@ -133,6 +133,7 @@ def test_normal_mean_std_rounding_order():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.key_reuse_ok("draws one key's normals whole and in pieces, to compare them")
 def test_normal_pairs_share_one_radius_and_any_start_or_count(dtype):
     """Elements 2p and 2p + 1 are r cos and r sin of one pair: z0^2 + z1^2 = -2 ln u1, u1 from the pair's first
     word(s). Element i depends on i alone: an odd count is the even one cut short, and a block starting mid-pair

@@ -17,6 +17,8 @@ import torch_rngx
 from torch_rngx import _C
 from torch_rngx import functional as F
 
+pytestmark = pytest.mark.key_reuse_ok("compares each draw with the reference and with itself compiled, exported, vmapped and threaded, on one key")
+
 STATE = make_state(0x0123456789ABCDEF, 2**64 - 2)  # offsets wrap past 2^64 inside the call
 RATES = [1.0, 0.25, 3e4, 1e-38, 1e44]  # the last two leave float32's range: the clamps
 

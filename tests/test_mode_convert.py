@@ -16,6 +16,8 @@ import torch_rngx
 from torch_rngx import Generator
 from torch_rngx import functional as rngx
 
+pytestmark = pytest.mark.key_reuse_ok("compares a converted model's draws eager, compiled, exported, checkpointed and resumed, from one seed")
+
 
 class Noisy(torch.nn.Module):
     """Random calls that are not modules: stochastic depth, functional dropout and Gaussian noise."""

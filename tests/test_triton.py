@@ -159,6 +159,8 @@ def test_params_name_bad_arguments():
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from triton_fused_dropout import fused_dropout_add  # noqa: E402
 
+pytestmark = pytest.mark.key_reuse_ok("each test draws the same keys through Triton and through the ops, to compare them")
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("batched", [False, True])
