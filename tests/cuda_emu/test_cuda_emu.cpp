@@ -1,10 +1,11 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
 // must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op (normal, truncated normal, bernoulli
-// with a scalar and a per-element p, randint, exponential and multinomial's race included), dtype (bits and randint at 8/16/32/64 bits
-// too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
-// memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
-// apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. This checks the GPU code's
-// indexing, key lookup, word fetching and math where CI has no GPU; the real GPU run is benchmarks/gpu_check.py.
+// with a scalar and a per-element p, randint, exponential and multinomial's race included), dtype (bits and
+// randint at 8/16/32/64 bits too), layout, offset and key source: one key by value, one key in "device" memory,
+// and batched keys in device memory (per sample, per channel, broadcast dims with key stride 0, per element, runs
+// of odd length, keys padded apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in.
+// This checks the GPU code's indexing, key lookup, word fetching and math where CI has no GPU; the real GPU run
+// is benchmarks/gpu_check.py.
 // The C kernels themselves are checked against the spec in tests/c.
 //
 // Every buffer a kernel touches is a Dev copy of the host data ("device" memory). Built with nvcc and
