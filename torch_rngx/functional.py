@@ -20,9 +20,9 @@ Samplers (like: the output's shape, strides and device):
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
 Permutations and categories (not elementwise: no global view):
     randperm(n, state, *, dtype=torch.int64, device=None), multinomial(probs, state, num_samples, replacement=False)
-Every other sampler also takes keyword-only global_shape= and global_start= (both or neither): the tensor is then the
-block of a global tensor that starts at global_start, and gets exactly that block of the op on the global tensor
-(docs/stream.md, "Global view"; docs/distributed.md).
+Every other sampler also takes keyword-only global_shape= and global_start= (both or neither): the tensor is then
+the block of a global tensor that starts at global_start, and gets exactly that block of the op on the global
+tensor (docs/stream.md, "Global view"; docs/distributed.md).
 """
 import math
 import operator
