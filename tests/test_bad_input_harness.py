@@ -202,7 +202,8 @@ def cases():
             raw = fname.startswith("ops.")
             if fname in shape_only and kind in ("int32", "int64", "bool", "uint8", "complex64"):
                 continue
-            if fname in ("ops.normal", "ops.truncated_normal", "ops.exponential") and kind in ("int32", "int64", "bool", "uint8", "complex64"):
+            if (fname in ("ops.normal", "ops.truncated_normal", "ops.exponential")
+                    and kind in ("int32", "int64", "bool", "uint8", "complex64")):
                 names = ("dtype",)  # as ops.uniform: the output dtype defaults to like's
             elif fname == "ops.uniform" and kind in ("int32", "int64", "bool", "uint8", "complex64"):
                 names = ("dtype",)  # uniform only reads like's shape; the dtype it would produce is wrong

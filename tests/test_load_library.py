@@ -39,6 +39,8 @@ out = {
     "bernoulli_tensor": ops.bernoulli_tensor(x, key, torch.full((1, 5), 0.75, dtype=torch.float64).expand(3, 5)),
     "randint": ops.randint(like, key, -5, 1000, torch.int32),
     "global view": ops.dropout(x, key, 0.3, [9, 5], [4, 0]),
+    "exponential": ops.exponential(like, key, 2.0, None),
+    "race": ops.race(x, key, 2, 1),
     "take_": (taken, generator_state),
     "uniform_from_": (ops.uniform_from_(fast_state, like, 0.0, 1.0, None), fast_state.clone()),
     "quantize_noise_from_": (ops.quantize_noise_from_(fast_state, x, 0.5), fast_state),
@@ -75,6 +77,8 @@ def test_ops_from_the_library_alone(tmp_path):
         "bernoulli_tensor": F.bernoulli(x, key, torch.full((1, 5), 0.75, dtype=torch.float64)),
         "randint": F.randint(like, key, -5, 1000, dtype=torch.int32),
         "global view": F.dropout(x, key, 0.3, global_shape=(9, 5), global_start=(4, 0)),
+        "exponential": F.exponential(like, key, 2.0),
+        "race": torch_rngx.ops.race(x, key, 2, 1),
         "take_": (torch.tensor([77, 5]), torch.tensor([77, 14])),
     }
     for name, want in expected.items():

@@ -427,7 +427,8 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
     >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
     exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i
     in increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or
-    (R, 2) for one key per row. int64 output, (num_samples,) or (R, num_samples).
+    (R, 2) for one key per row. int64 output, (num_samples,) or (R, num_samples). The scores take R * C float64
+    values (R * num_samples * C with replacement), then a stable sort or an argmin: comparisons only.
 
     Args:
         probs (Tensor): (C,) or (R, C) non-negative float weights.

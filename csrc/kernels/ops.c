@@ -419,7 +419,9 @@ static inline void exponential_16(rngx_dtype dt, const rngx_op *op, const rngx_s
 }
 
 RNGX_CLONES static void exponential_f16(const rngx_op *op, const rngx_span *r) { exponential_16(RNGX_FLOAT16, op, r); }
-RNGX_CLONES static void exponential_bf16(const rngx_op *op, const rngx_span *r) { exponential_16(RNGX_BFLOAT16, op, r); }
+RNGX_CLONES static void exponential_bf16(const rngx_op *op, const rngx_span *r) {
+  exponential_16(RNGX_BFLOAT16, op, r);
+}
 
 static inline double exp_clamp_f64(double v) {
   return v == 0.0 ? 0x1p-1074 : v > 0x1.fffffffffffffp+1023 ? 0x1.fffffffffffffp+1023 : v;
