@@ -459,11 +459,11 @@ def bernoulli_ref(shape, state, dtype, p):
 
 
 def randint_ref(shape, state, dtype, low, high):
-    """low + floor((high - low) x / 2^bits), x from two words (64 bits), int64 four (128 bits), first word high;
-    the sum modulo 2^64 in the dtype's bits. Python integers: exact."""
-    k = 4 if dtype == "int64" else 2
-    w = element_words(shape, state, k)
+    """low + floor((high - low) x / 2^bits), x from two words (64 bits) when high - low <= 2^32 (always, below
+    int64), else four (128 bits), first word high; the sum modulo 2^64 in the dtype's bits. Python integers: exact."""
     rng = high - low
+    k = 2 if rng <= 1 << 32 else 4
+    w = element_words(shape, state, k)
     vals = []
     for row in w.tolist():
         x = 0

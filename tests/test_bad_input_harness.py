@@ -533,6 +533,11 @@ def cases():
     # ---- blocks_used, the take_ step and seed_state ----
     for kind, n in {"negative": -1, "float": 1.5, "bool": True, "none": None, "str": "3"}.items():
         add(f"blocks_used[numel={kind}]", lambda n=n: torch_rngx.blocks_used(n, torch.float32), ("numel",))
+    for kind, (dt, r) in {"missing": (torch.int64, None), "zero": (torch.int64, 0), "2^64": (torch.int64, 2**64),
+                          "int32 2^32+1": (torch.int32, 2**32 + 1), "float": (torch.int8, 3.0), "bool": (torch.int8, True),
+                          "not randint": (torch.float32, 5)}.items():
+        op = None if dt == torch.float32 else "randint"
+        add(f"blocks_used[range={kind}]", lambda d=dt, r=r, op=op: torch_rngx.blocks_used(4, d, op, range=r), ("range",))
     s = good_state()
     add("ops.take_[blocks=-4]", lambda s=s: ops.take_(s, -4), ("blocks",), RAW, [s])
     add("ops.take_[blocks=2^64]", lambda s=s: ops.take_(s, 2**64), ("blocks",), RAW, [s])

@@ -87,6 +87,25 @@ def test_randint_extreme_ranges(dtype, lo, hi):
 
 
 @REUSES_KEYS
+@pytest.mark.parametrize("low,high,k", [(-2**40, -2**40 + 2**32, 2), (-2**40, -2**40 + 2**32 + 1, 4)])
+def test_randint_int64_takes_two_words_up_to_a_range_of_2_to_the_32(low, high, k):
+    """Both sides of the boundary: the values (a range of exactly 2^32 gives each element its first word), the
+    blocks a Generator advances, and where the next call's words start."""
+    x = torch.empty(3, 7)
+    n = x.numel()
+    assert torch_rngx.blocks_used(n, torch.int64, "randint", range=high - low) == -(-n * k // 4)
+    out = F.randint(x, STATE, low, high)
+    np.testing.assert_array_equal(out.numpy(), randint_ref(x.shape, np_state(STATE), "int64", low, high))
+    if k == 2:
+        first = word(*np_state(STATE), 2 * np.arange(n, dtype=np.uint64)).astype(np.int64)
+        np.testing.assert_array_equal(out.numpy().reshape(-1) - low, first)
+    g = torch_rngx.Generator(23)
+    drawn = torch_rngx.randint_like(x, low, high, generator=g)
+    assert int(g.state[1]) == -(-n * k // 4)
+    assert torch.equal(drawn, F.randint(x, make_state(23, 0), low, high))
+
+
+@REUSES_KEYS
 def test_batched_states_give_each_slice_its_key():
     keys = torch.stack([make_state(11 + i, 3 * i) for i in range(4)]).view(4, 1, 1, 2)
     x = torch.empty(4, 6, 9)
@@ -180,7 +199,8 @@ def test_stateful_functions_follow_manual_seed_and_generators():
         start = g.state.clone()
         first = fn(g)
         op, dtype = op_of[name]
-        assert int(g.state[1] - start[1]) == torch_rngx.blocks_used(x.numel(), dtype, op), name
+        extra = {"range": 12} if op == "randint" else {}
+        assert int(g.state[1] - start[1]) == torch_rngx.blocks_used(x.numel(), dtype, op, **extra), name
         assert torch.equal(fn(torch_rngx.Generator(17)), first), name
 
 
@@ -191,8 +211,17 @@ def test_blocks_used_per_op():
     assert torch_rngx.blocks_used(9, torch.float64, "normal") == 5
     assert torch_rngx.blocks_used(10, torch.float16, "truncated_normal") == 5
     assert torch_rngx.blocks_used(10, torch.float32, "bernoulli") == 3
-    assert torch_rngx.blocks_used(10, torch.int8, "randint") == 5
-    assert torch_rngx.blocks_used(10, torch.int64, "randint") == 10
+    assert torch_rngx.blocks_used(10, torch.int8, "randint", range=256) == 5
+    assert torch_rngx.blocks_used(10, torch.int64, "randint", range=1000) == 5
+    assert torch_rngx.blocks_used(10, torch.int64, "randint", range=2**63) == 10
+    with pytest.raises(TypeError, match="range"):
+        torch_rngx.blocks_used(10, torch.int64, "randint")
+    with pytest.raises(ValueError, match="range"):
+        torch_rngx.blocks_used(10, torch.int32, "randint", range=2**32 + 1)
+    with pytest.raises(ValueError, match="range"):
+        torch_rngx.blocks_used(10, torch.int64, "randint", range=0)
+    with pytest.raises(ValueError, match="range"):
+        torch_rngx.blocks_used(10, torch.float32, range=5)
     with pytest.raises(ValueError, match="op"):
         torch_rngx.blocks_used(10, torch.float32, "gamma")
     with pytest.raises(TypeError, match="normal"):
@@ -223,7 +252,8 @@ def test_trunc_normal_fills_in_place_like_torch():
 def _all_ops(x, state):
     return (F.normal(x, state, 0.5, 2.0), F.truncated_normal(x, state, 0.0, 1.0, -1.5, 2.0),
             F.bernoulli(x, state, 0.3), F.bernoulli(x, state, torch.full(x.shape[-1:], 0.7)),
-            F.randint(x, state, -7, 1000), F.randint(x, state, 0, 200, dtype=torch.uint8))
+            F.randint(x, state, -7, 1000), F.randint(x, state, 0, 200, dtype=torch.uint8),
+            F.randint(x, state, -2**40, 2**41))
 
 
 @pytest.mark.parametrize("dynamic", [False, True])

@@ -68,6 +68,7 @@ def ops_on(x, key, dtype, view, channels=True):
     yield "truncated_normal", F.truncated_normal(x, key, 0.0, 1.0, -1.0, 2.5, **view)
     yield "bernoulli", F.bernoulli(x, key, 0.3, **view)
     yield "randint", F.randint(x, key, -5, 1000, **view)
+    yield "randint_wide", F.randint(x, key, -2**40, 2**41, **view)
     if x.dim() >= 2 and channels:
         yield "feature_dropout", F.feature_dropout(x, key, 0.4, **view)
         yield "feature_alpha_dropout", F.feature_alpha_dropout(x, key, 0.4, **view)

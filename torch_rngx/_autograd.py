@@ -54,12 +54,18 @@ def _record(kind, x, key, params):
     global view, its block's."""
     d = params[-3] if len(params) >= 3 else None
     dtype = d if isinstance(d, torch.dtype) else x.dtype
-    _reuse.active.draw(kind, key, x.shape, functional.words_per_element(dtype, kind), *params[-2:])
+    _reuse.active.draw(kind, key, x.shape, functional.words_per_element(dtype, kind, _range(kind, params)),
+                       *params[-2:])
 
 
-def _record_taken(kind, key, numel, dtype):
+def _record_taken(kind, key, numel, dtype, params):
     """Tells the key-reuse checker (on) the blocks a Generator advanced past for one call."""
-    _reuse.active.blocks(kind, key, [(0, functional.blocks_of(numel, dtype, kind))])
+    _reuse.active.blocks(kind, key, [(0, functional.blocks_of(numel, dtype, kind, _range(kind, params)))])
+
+
+def _range(kind, params):
+    """randint's high - low (params start with low, high), on which its words per element depend; else None."""
+    return params[1] - params[0] if kind == "randint" else None
 
 
 def plain_tensors():
@@ -67,8 +73,12 @@ def plain_tensors():
     return torch._C._functorch.peek_interpreter_stack() is None
 
 
-def _draw(owner, numel, dtype, kind=None):
-    return ops.seed_state() if owner is None else ops.take_(owner, functional.blocks_of(numel, dtype, kind))
+def _draw(owner, numel, dtype, kind=None, params=()):
+    """A key for a call on numel elements of dtype: fresh, or the owner's, advanced past the call's blocks (params:
+    the op's, as sample takes them)."""
+    if owner is None:
+        return ops.seed_state()
+    return ops.take_(owner, functional.blocks_of(numel, dtype, kind, _range(kind, params)))
 
 
 _RANDOMNESS_ERROR = (
@@ -134,9 +144,9 @@ def _functions(kind, kernel):
     class Draw(torch.autograd.Function):
         @staticmethod
         def forward(x, owner, dtype, *params):
-            key = _draw(owner, _numel(x, params), dtype, kind)
+            key = _draw(owner, _numel(x, params), dtype, kind, params)
             if _reuse.active is not None and owner is not None:
-                _record_taken(kind, key, _numel(x, params), dtype)
+                _record_taken(kind, key, _numel(x, params), dtype, params)
             with torch._C._AutoDispatchBelowAutograd():
                 return kernel(x, key, *params), key
 
@@ -164,14 +174,14 @@ def _functions(kind, kernel):
             x = _rows(info, in_dims[0], x)
             params = _param_rows(info, in_dims[3:], params)
             if info.randomness == "same":  # every row reads the same words, on purpose: recorded once
-                key = _draw(owner, _numel(x[0], params), dtype, kind)
+                key = _draw(owner, _numel(x[0], params), dtype, kind, params)
                 if _reuse.active is not None and owner is not None:
-                    _record_taken(kind, key, _numel(x[0], params), dtype)
+                    _record_taken(kind, key, _numel(x[0], params), dtype, params)
                 out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *_batched(params, info.batch_size))
             else:
-                key = _draw(owner, _numel(x[0], params) * info.batch_size, dtype, kind)
+                key = _draw(owner, _numel(x[0], params) * info.batch_size, dtype, kind, params)
                 if _reuse.active is not None and owner is not None:
-                    _record_taken(kind, key, _numel(x[0], params) * info.batch_size, dtype)
+                    _record_taken(kind, key, _numel(x[0], params) * info.batch_size, dtype, params)
                 out = Sample.apply(x, key, *_batched(params, info.batch_size))
             return (out, key), (0, None)
 
@@ -232,19 +242,19 @@ FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock throu
 
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
-        return _compiled(kind, x, _draw(owner, _numel(x, params), dtype, kind), params)
+        return _compiled(kind, x, _draw(owner, _numel(x, params), dtype, kind, params), params)
     if torch._C._functorch.peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
     if _reuse.active is not None and owner is not None:  # the fused step would advance before we read the key
-        key = _eager_key(owner, _numel(x, params), dtype, kind)
-        _record_taken(kind, key, _numel(x, params), dtype)
+        key = _eager_key(owner, _numel(x, params), dtype, kind, params)
+        _record_taken(kind, key, _numel(x, params), dtype, params)
         return _eager(kind, x, key, params)
     if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
             and x.numel() <= FUSED_MAX and (kind == "uniform" or not (x.requires_grad and torch.is_grad_enabled()))
             and _replay.plain_eager()):
         with _ops.take_lock, torch._C._AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
             return _FUSED[kind](owner, x, *params[:-2])
-    return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind), params)
+    return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind, params), params)
 
 
 def key_for(x, owner, numel, dtype):
@@ -257,12 +267,12 @@ def key_for(x, owner, numel, dtype):
     return _eager_key(owner, numel, dtype)
 
 
-def _eager_key(owner, numel, dtype, kind=None):
+def _eager_key(owner, numel, dtype, kind=None, params=()):
     if not _replay.plain_eager():  # the ops journal the draw for a checkpoint, or refuse to draw again
-        return _draw(owner, numel, dtype, kind)
+        return _draw(owner, numel, dtype, kind, params)
     if owner is None:
         return _ops.fresh_seed()
-    return _ops.advance(owner, functional.blocks_of(numel, dtype, kind))
+    return _ops.advance(owner, functional.blocks_of(numel, dtype, kind, _range(kind, params)))
 
 
 class KeyDraw(torch.autograd.Function):

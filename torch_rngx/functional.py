@@ -10,7 +10,7 @@ Keys:
     key(seed, device=None, dtype=torch.int64) -> state
     split(state, num=2) -> states of shape (num, *B, 2)
     fold_in(state, data) -> state
-    blocks_used(numel, dtype) -> int
+    blocks_used(numel, dtype, op=None, *, range=None) -> int
 Samplers (like: the output's shape, strides and device):
     bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
     normal(like, state, mean, std, *, dtype=None), truncated_normal(like, state, mean, std, a, b, *, dtype=None),
@@ -50,10 +50,11 @@ def __dir__():
     return __all__
 
 
-def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None) -> int:
+def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None, *, range: int | None = None) -> int:
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
     k the words per element: 2 for float64, int64 and uint64, else 1 (op="normal" too: a pair of elements shares
-    2k words); for "truncated_normal" 2, for "randint" 2 (int64: 4); "exponential" takes the default words. For "randperm",
+    2k words); for "truncated_normal" 2; for "randint" 2 when range = high - low <= 2^32 (every 8-, 16- and
+    32-bit range), else (int64) 4; "exponential" takes the default words. For "randperm",
     numel is n and k is 2 for every dtype; for "multinomial", numel is the number of exponentials drawn, rows *
     categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs/stream.md). A
     Generator advances its offset by this much per call. No torch counterpart.
@@ -64,10 +65,16 @@ def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None) -> int:
         op (str, optional): None (uniform, dropout, noise, bits), "uniform", "normal", "truncated_normal",
             "bernoulli", "randint", "exponential", "randperm" or "multinomial".
 
+    Keyword args:
+        range (int, optional): randint's high - low, which it requires (and no other op takes): 1 to 2^32 for
+            the 8-, 16- and 32-bit dtypes, to 2^64 - 1 for int64.
+
     Example::
 
         >>> torch_rngx.blocks_used(10, torch.float32), torch_rngx.blocks_used(10, torch.float32, "truncated_normal")
         (3, 5)
+        >>> [torch_rngx.blocks_used(10, torch.int64, "randint", range=r) for r in (1000, 2**40)]
+        [5, 10]
     """
     if isinstance(numel, bool) or not isinstance(numel, (int, torch.SymInt)):
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
@@ -79,25 +86,43 @@ def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None) -> int:
         raise ValueError(f"op must be None or one of {sorted(k for k in _OP_DTYPES if k)}, got {op!r}")
     if dtype not in _OP_DTYPES[op]:
         raise TypeError(f"{op} does not produce {dtype}")
-    return blocks_of(numel, dtype, op)
+    _check_range(op, dtype, range)
+    return blocks_of(numel, dtype, op, range)
 
 
-def blocks_of(numel, dtype, op=None):
+def _check_range(op, dtype, range):
+    if op != "randint":
+        if range is not None:
+            raise ValueError(f"range is randint's high - low; op {op!r} takes none, got range={range}")
+        return
+    if isinstance(range, bool) or not isinstance(range, (int, torch.SymInt)):
+        raise TypeError(f"range (randint's high - low) must be an int, got {type(range).__name__}")
+    top = _U64 - 1 if dtype == torch.int64 else RANDINT_NARROW
+    if isinstance(range, int) and not 1 <= range <= top:
+        raise ValueError(f"range (randint's high - low) must be in [1, {top}] for {dtype}, got {range}")
+
+
+def blocks_of(numel, dtype, op=None, range=None):
     """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype. `op`: the
-    sampler's kind in _autograd (None, or an op taking rngx_words_per_element, means the default words)."""
-    return (numel * words_per_element(dtype, op) + 3) // 4
+    sampler's kind in _autograd (None, or an op taking rngx_words_per_element, means the default words); `range`:
+    randint's high - low."""
+    return (numel * words_per_element(dtype, op, range) + 3) // 4
 
 
-def words_per_element(dtype, op=None):
-    """The stream words one element of `dtype` takes in op `op` (docs/stream.md's table)."""
+def words_per_element(dtype, op=None, range=None):
+    """The stream words one element of `dtype` takes in op `op` (docs/stream.md's table); randint's depend on its
+    range = high - low as well."""
+    if op == "randint" and dtype == torch.int64:
+        return 2 if range <= RANDINT_NARROW else 4
     return _OP_WORDS.get((op, dtype), _WORDS[dtype])
 
 
+RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range (csrc: RNGX_RANDINT_NARROW), int64 4 above
 _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
           for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}  # stream words per element
 # Ops that take more words per element (csrc/kernels/ops.h: rngx_normal_words and the like; docs/stream.md).
 _OP_WORDS = {**{("truncated_normal", d): 2 for d in _checks.FLOAT_DTYPES},
-             **{("randint", d): 4 if d == torch.int64 else 2 for d in _checks.RANDINT_DTYPES},
+             **{("randint", d): 2 for d in _checks.RANDINT_DTYPES if d != torch.int64},
              **{("randperm", d): 2 for d in _checks.RANDPERM_LIMITS},
              **{("multinomial", d): 2 for d in _checks.FLOAT_DTYPES}}
 _OP_DTYPES = {None: tuple(_WORDS), "uniform": _checks.FLOAT_DTYPES, "normal": _checks.FLOAT_DTYPES,
@@ -350,8 +375,8 @@ def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *,
 def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dtype = torch.int64,
             global_shape: Shape = None, global_start: Shape = None) -> Tensor:
     """Stands in for ``torch.randint_like(like, low, high)`` with a key: integers uniform on [low, high), shaped
-    like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (128 for int64): bias at most 2^-32
-    relative (docs/stream.md, "randint").
+    like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (2 words; int64 with high - low > 2^32:
+    128 bits, 4 words): bias at most 2^-32 relative (docs/stream.md, "randint").
 
     Args:
         like (Tensor): gives the shape, strides and device.

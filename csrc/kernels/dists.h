@@ -202,14 +202,14 @@ RNGX_FN uint64_t rngx_mulhi64(uint64_t a, uint64_t b) {
   return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
 }
 
-/* Up to 32-bit outputs: floor(range * x / 2^64), x = w0 2^32 + w1 (two words, first high), range = r, or 2^32
- * when r = 0 (then the value is w0). 32 x 32-bit products only, so the loops vectorize. */
+/* Ranges up to 2^32, every output type: floor(range * x / 2^64), x = w0 2^32 + w1 (two words, first high), range = r,
+ * or 2^32 when r = 0 (then the value is w0). 32 x 32-bit products only, so the loops vectorize. */
 RNGX_FN uint32_t rngx_randint32(uint32_t r, uint32_t w0, uint32_t w1) {
   const uint64_t v = ((uint64_t)r * w0 + (((uint64_t)r * w1) >> 32)) >> 32;
   return r == 0 ? w0 : (uint32_t)v;
 }
 
-/* 64-bit outputs, range < 2^64: floor(range * x / 2^128), x = w0 2^96 + w1 2^64 + w2 2^32 + w3. */
+/* int64 outputs, 2^32 < range < 2^64: floor(range * x / 2^128), x = w0 2^96 + w1 2^64 + w2 2^32 + w3. */
 RNGX_FN uint64_t rngx_randint64(uint64_t range, const uint32_t *w) {
   const uint64_t hi = (uint64_t)w[0] << 32 | w[1], lo = (uint64_t)w[2] << 32 | w[3];
   const uint64_t mid = range * hi, carry_in = rngx_mulhi64(range, lo);

@@ -367,19 +367,22 @@ static void bernoulli_pf64(const rngx_op *op, const rngx_span *r) {
   for (int64_t j = 0, n = r->n, so = r->so, si = r->si; j < n; ++j) o[j * so] = rngx_u53(w[2 * j], w[2 * j + 1]) < p[j * si] ? 1.0 : 0.0;
 }
 
-/* randint: low + floor(range * x / 2^bits), the sum modulo 2^64, stored in the type's low bits. */
-#define RANDINT_LOOP(name, T)                                                                                       \
-  static inline void name##_loop(uint32_t low, uint32_t range, const uint32_t *w, int64_t n, T *o, int64_t so) {   \
+/* randint: low + floor(range * x / 2^bits), the sum modulo 2^64, stored in the type's low bits. Ranges up to 2^32
+ * take two words (L: the type the sum is formed in); int64 with a wider range four. */
+#define RANDINT_LOOP(name, T, L)                                                                                    \
+  static inline void name##_loop(L low, uint32_t range, const uint32_t *w, int64_t n, T *o, int64_t so) {         \
     for (int64_t j = 0; j < n; ++j) o[j * so] = (T)(low + rngx_randint32(range, w[2 * j], w[2 * j + 1]));          \
   }                                                                                                                 \
   RNGX_CLONES static void name(const rngx_op *op, const rngx_span *r) {                                            \
-    const uint32_t low = (uint32_t)op->p.low, range = (uint32_t)op->p.range;                                       \
+    const L low = (L)op->p.low;                                                                                     \
+    const uint32_t range = (uint32_t)op->p.range;                                                                   \
     if (r->so == 1) name##_loop(low, range, r->w, r->n, r->out, 1);                                                 \
     else name##_loop(low, range, r->w, r->n, r->out, r->so);                                                        \
   }
-RANDINT_LOOP(randint8, uint8_t)
-RANDINT_LOOP(randint16, uint16_t)
-RANDINT_LOOP(randint32, uint32_t)
+RANDINT_LOOP(randint8, uint8_t, uint32_t)
+RANDINT_LOOP(randint16, uint16_t, uint32_t)
+RANDINT_LOOP(randint32, uint32_t, uint32_t)
+RANDINT_LOOP(randint64_narrow, uint64_t, uint64_t)
 
 static inline void randint64_loop(uint64_t low, uint64_t range, const uint32_t *w, int64_t n, uint64_t *o, int64_t so) {
   for (int64_t j = 0; j < n; ++j) o[j * so] = low + rngx_randint64(range, w + 4 * j);
@@ -725,7 +728,7 @@ void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int6
 
 int rngx_normal_words(rngx_dtype dtype) { return dtype == RNGX_FLOAT64 ? 2 : 1; }
 int rngx_truncnorm_words(rngx_dtype dtype) { (void)dtype; return 2; }
-int rngx_randint_words(rngx_dtype dtype) { return dtype == RNGX_BITS64 ? 4 : 2; }
+int rngx_randint_words(rngx_dtype dtype, uint64_t range) { return dtype == RNGX_BITS64 && range > RNGX_RANDINT_NARROW ? 4 : 2; }
 
 rngx_params rngx_normal_params(double mean, double std) {
   const rngx_params p = {.mean = (float)mean, .std = (float)std, .mean64 = mean, .std64 = std};
@@ -822,8 +825,13 @@ void rngx_bernoulli(const rngx_job *job, const rngx_params *p, int64_t begin, in
 
 void rngx_randint(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {
   const rngx_dtype dt = job->dtype;
-  const rngx_op op = {.loop = dt == RNGX_BITS8 ? randint8 : dt == RNGX_BITS16 ? randint16 : dt == RNGX_BITS32 ? randint32 : randint64,
-                      .k = rngx_randint_words(dt), .p = *p};
+  const int k = rngx_randint_words(dt, p->range);
+  const rngx_op op = {.loop = dt == RNGX_BITS8    ? randint8
+                              : dt == RNGX_BITS16 ? randint16
+                              : dt == RNGX_BITS32 ? randint32
+                              : k == 2            ? randint64_narrow
+                                                  : randint64,
+                      .k = k, .p = *p};
   execute(job, &op, begin, end);
 }
 

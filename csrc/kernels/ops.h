@@ -96,7 +96,8 @@ rngx_params rngx_dropout_params(double p);
 rngx_params rngx_normal_params(double mean, double std);
 /* a < b finite, std > 0 (the glue checks). Returns 0, or -1 when no value of dtype lies in [a, b]. */
 int rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, double b, rngx_params *out);
-/* low + [0, range): the low bits of low + floor(range * x / 2^bits); range >= 1 (<= 2^32 for <= 32-bit types). */
+/* low + [0, range): the low bits of low + floor(range * x / 2^bits), x of 2 words (64 bits) for range <= 2^32, else 4
+ * (128 bits, int64 only); range >= 1 (<= 2^32 for <= 32-bit types). */
 rngx_params rngx_randint_params(int64_t low, uint64_t range);
 
 /* rate finite and > 0 (the glue checks). */
@@ -105,7 +106,9 @@ rngx_params rngx_exponential_params(double rate);
 /* Words per element of the ops that take more than rngx_words_per_element (docs/stream.md). */
 int rngx_normal_words(rngx_dtype dtype);   /* 1, float64 2: a pair of elements per 2 (4) words */
 int rngx_truncnorm_words(rngx_dtype dtype); /* 2 */
-int rngx_randint_words(rngx_dtype dtype);  /* 2, 64-bit 4 */
+/* randint: 2 for a range up to RNGX_RANDINT_NARROW = 2^32 (every 8-, 16- and 32-bit range), 4 for int64 above it. */
+#define RNGX_RANDINT_NARROW 0x100000000ull
+int rngx_randint_words(rngx_dtype dtype, uint64_t range);
 /* Phi(x), the standard normal CDF, with the project's own exp (for the truncated normal's bounds). */
 double rngx_normal_cdf(double x);
 

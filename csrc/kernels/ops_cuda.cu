@@ -206,13 +206,15 @@ struct BernoulliPF64 {
   __device__ T operator()(T p, const uint32_t *w) const { return rngx_u53(w[0], w[1]) < p ? 1.0 : 0.0; }
 };
 
-// randint: low + floor(range * x / 2^bits), modulo 2^64, in the type's low bits
-template <class U>
+// randint: low + floor(range * x / 2^bits), modulo 2^64, in the type's low bits; two words for ranges up to 2^32
+// (L: the type the sum is formed in), four for int64 above (ops.c: rngx_randint_words)
+template <class U, class L = uint32_t>
 struct Randint {
   using T = U;
   static constexpr int K = 2;
   static constexpr bool kReads = false;
-  uint32_t low, range;
+  L low;
+  uint32_t range;
   __device__ T operator()(T, const uint32_t *w) const { return (T)(low + rngx_randint32(range, w[0], w[1])); }
 };
 struct Randint64 {
@@ -353,7 +355,9 @@ extern "C" int rngx_cuda_randint(const rngx_job *job, void *stream, const rngx_p
     case RNGX_BITS8: return launch(Randint<uint8_t>{low, range}, job, stream);
     case RNGX_BITS16: return launch(Randint<uint16_t>{low, range}, job, stream);
     case RNGX_BITS32: return launch(Randint<uint32_t>{low, range}, job, stream);
-    case RNGX_BITS64: return launch(Randint64{p->low, p->range}, job, stream);
+    case RNGX_BITS64:
+      return rngx_randint_words(RNGX_BITS64, p->range) == 2 ? launch(Randint<uint64_t, uint64_t>{p->low, range}, job, stream)
+                                                            : launch(Randint64{p->low, p->range}, job, stream);
     default: return (int)cudaErrorInvalidValue;
   }
 }

@@ -219,6 +219,14 @@ static void check_loops(void) {
     p = rngx_randint_params(INT64_MIN, UINT64_MAX);
     run(rngx_randint, &p, RNGX_BITS64, q, s, NULL);
     for (int i = 0; i < N; ++i) ok &= q[i * s] == (uint64_t)INT64_MIN + rngx_randint64(UINT64_MAX, WORDS + 4 * i);
+    /* int64 with a range up to 2^32 takes two words, as the narrower types (2^32 itself: the first word). */
+    static const uint64_t narrow[] = {1000, RNGX_RANDINT_NARROW};
+    for (int c = 0; c < 2; ++c) {
+      p = rngx_randint_params(-((int64_t)1 << 40), narrow[c]);
+      run(rngx_randint, &p, RNGX_BITS64, q, s, NULL);
+      for (int i = 0; i < N; ++i)
+        ok &= q[i * s] == (uint64_t)(-((int64_t)1 << 40)) + rngx_randint32((uint32_t)narrow[c], WORDS[2 * i], WORDS[2 * i + 1]);
+    }
     CHECK_MSG(ok, "    randint loops, stride %lld\n", (long long)s);
   }
 }

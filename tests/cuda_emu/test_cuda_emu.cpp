@@ -304,8 +304,10 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
 void compare_all_ops(const Layout &L, const Keys &K, bool single, const char *keys_name, bool full, std::mt19937 &rng) {
   for (rngx_dtype dt : {RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64}) {
     compare(BITS, dt, L, K, single, 0, 0, keys_name, rng);
-    compare(RANDINT, dt, L, K, single, -7, dt == RNGX_BITS64 ? 0x1p63 + 0x1p40 : 201, keys_name, rng);
+    compare(RANDINT, dt, L, K, single, -7, 201, keys_name, rng);
   }
+  compare(RANDINT, RNGX_BITS64, L, K, single, -7, 0x1p63 + 0x1p40, keys_name, rng);  // above 2^32: four words
+  compare(RANDINT, RNGX_BITS64, L, K, single, -7, 0x1p32, keys_name, rng);           // 2^32: two, the first word
   for (rngx_dtype dt : {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64}) {
     compare(UNIFORM, dt, L, K, single, -1.5, 2.3, keys_name, rng);
     compare(NOISE, dt, L, K, single, 0.5, 0, keys_name, rng);

@@ -21,10 +21,11 @@ U64 = 1 << 64
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
-# op: (dtypes, parameters, first argument). One line per op: torch_rngx calls functional.<op>(first, state,
-# *parameters) and the reference <op>_ref(shape or x, state, dtype, *parameters). The first argument: "shape"
-# (and dtype=), "like" (a tensor of the output dtype), "x" (the input values in the output dtype), "like+dtype"
-# (a float32 tensor and dtype=).
+# entry: (dtypes, parameters, first argument[, op]). One line per op (the entry's name, unless given): torch_rngx
+# calls functional.<op>(first, state, *parameters) and the reference <op>_ref(shape or x, state, dtype,
+# *parameters). The first argument: "shape" (and dtype=), "like" (a tensor of the output dtype), "x" (the input
+# values in the output dtype), "like+dtype" (a float32 tensor and dtype=). randint's ranges up to 2^32 take two
+# words per element, int64's wider ones four: an entry each.
 OPS = {
     "bits": (INTS, {}, "shape"),
     "uniform": (FLOATS, {"low": -2.0, "high": 3.0}, "like"),
@@ -34,6 +35,7 @@ OPS = {
     "truncated_normal": (FLOATS, {"mean": 0.5, "std": 2.0, "a": -1.0, "b": 3.3}, "like"),
     "bernoulli": (FLOATS, {"p": 0.3}, "like"),
     "randint": (("uint8", "int8", "int16", "int32", "int64"), {"low": 3, "high": 103}, "like+dtype"),
+    "randint_wide": (("int64",), {"low": -(1 << 40), "high": (1 << 41) + 12345}, "like+dtype", "randint"),
 }
 
 # name: (shape, state, global_shape, global_start). Odd sizes, so a normal pair is cut at the end, and the global
@@ -47,11 +49,16 @@ LAYOUTS = {
     "global": ((2, 3), [123456789, 17], (4, 5), (1, 1)),
 }
 
-CASES = [(op, dtype, layout) for op, (dtypes, *_) in OPS.items() for dtype in dtypes for layout in LAYOUTS]
+CASES = [(entry, dtype, layout) for entry, (dtypes, *_) in OPS.items() for dtype in dtypes for layout in LAYOUTS]
 
 
-def case_name(op, dtype, layout):
-    return f"{op}/{dtype}/{layout}"
+def case_name(entry, dtype, layout):
+    return f"{entry}/{dtype}/{layout}"
+
+
+def op_of(entry):
+    """The op an OPS entry calls."""
+    return OPS[entry][3] if len(OPS[entry]) > 3 else entry
 
 
 def prod(shape):
@@ -69,13 +76,13 @@ def _signed(v):
 
 
 # ---- torch_rngx ----
-def rngx_bits(op, dtype, layout, device="cpu"):
+def rngx_bits(entry, dtype, layout, device="cpu"):
     """torch_rngx's values of a case on `device` (state and input there too), flat, as unsigned bit patterns."""
     import torch
     import torch_rngx.functional as F
 
     shape, state, gshape, gstart = LAYOUTS[layout]
-    _, params, first = OPS[op]
+    _, params, first = OPS[entry][:3]
     tdt = getattr(torch, dtype)
     st = torch.tensor(np.vectorize(_signed)(np.array(state, dtype=object)).astype(np.int64), device=device)
     kwargs = {} if gshape is None else {"global_shape": gshape, "global_start": gstart}
@@ -89,23 +96,23 @@ def rngx_bits(op, dtype, layout, device="cpu"):
         arg = torch.empty(shape, dtype=tdt if first == "like" else torch.float32, device=device)
         if first == "like+dtype":
             kwargs["dtype"] = tdt
-    out = getattr(F, op)(arg, st, *params.values(), **kwargs)
+    out = getattr(F, op_of(entry))(arg, st, *params.values(), **kwargs)
     width = out.element_size() * 8
     flat = out.contiguous().view(-1).view({8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[width])
     return [int(v) % (1 << width) for v in flat.cpu().tolist()]
 
 
 # ---- the NumPy reference ----
-def ref_bits(op, dtype, layout):
+def ref_bits(entry, dtype, layout):
     """The reference's values of a case, computed on the whole (global) tensor and cut to the block."""
     import reference as ref
 
     shape, state, gshape, gstart = LAYOUTS[layout]
-    _, params, first = OPS[op]
+    _, params, first = OPS[entry][:3]
     full_shape = gshape or shape
     ct = np.float64 if dtype == "float64" else np.float32
     arg = input_values(full_shape).astype(ct) if first == "x" else full_shape
-    out = getattr(ref, f"{op}_ref")(arg, np.array(state, dtype=np.uint64), dtype, *params.values())
+    out = getattr(ref, f"{op_of(entry)}_ref")(arg, np.array(state, dtype=np.uint64), dtype, *params.values())
     out = np.asarray(out)
     out = out.view(np.dtype(f"u{out.dtype.itemsize}")).reshape(full_shape)
     if gshape is not None:
@@ -125,13 +132,13 @@ def width_of(dtype):
 
 def write():
     cases = []
-    for op, dtype, layout in CASES:
-        got, want = rngx_bits(op, dtype, layout), ref_bits(op, dtype, layout)
+    for entry, dtype, layout in CASES:
+        got, want = rngx_bits(entry, dtype, layout), ref_bits(entry, dtype, layout)
         if got != want:
-            sys.exit(f"{case_name(op, dtype, layout)}: torch_rngx {got} != reference {want}; nothing written")
+            sys.exit(f"{case_name(entry, dtype, layout)}: torch_rngx {got} != reference {want}; nothing written")
         digits = width_of(dtype) // 4
-        cases.append({"name": case_name(op, dtype, layout), "op": op, "dtype": dtype, "params": OPS[op][1],
-                      "layout": layout, "bits": [f"{v:0{digits}x}" for v in got]})
+        cases.append({"name": case_name(entry, dtype, layout), "op": op_of(entry), "dtype": dtype,
+                      "params": OPS[entry][1], "layout": layout, "bits": [f"{v:0{digits}x}" for v in got]})
     layouts = {name: {"shape": list(s), "state": st, "global_shape": g and list(g), "global_start": g0 and list(g0)}
                for name, (s, st, g, g0) in LAYOUTS.items()}
     doc = {"stream": STREAM, "about": "docs/stream.md; written by tests/kat/kat.py", "layouts": layouts,
