@@ -54,11 +54,17 @@ class TestGenerator:
 
 
 def test_version():
-    """0.3.0 carries stream 1.0's release candidate (docs/stream.md, tests/kat/stream-1.0.json); pyproject.toml says the same."""
+    """0.3.0 carries stream 1.0, final (docs/stream.md, tests/kat/stream-1.0.json); pyproject.toml and stream.md's
+    opening say the same."""
     import os
     import re
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")) as f:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml")) as f:
         assert re.search(r'^version = "(.*)"$', f.read(), re.M).group(1) == torch_rngx.__version__ == "0.3.0"
+    with open(os.path.join(root, "docs", "stream.md")) as f:
+        opening = " ".join(f.read().split("\n## ")[0].split())
+    assert opening.startswith("# The torch-rngx stream, version 1.0 ") and "release candidate" not in opening
+    assert f"Stream 1.0 is final: torch-rngx {torch_rngx.__version__} is the first package that carries it" in opening
 
 
 class TestRandLike:
