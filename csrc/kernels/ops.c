@@ -248,9 +248,13 @@ CLONE_BODY void normal_32(rngx_dtype dt, const rngx_op *op, const rngx_span *r) 
   else normal_32_loop(dt, op->p.mean, op->p.std, r->w, r->odd, r->n, r->out, r->so);
 }
 
-RNGX_CLONES static void normal_f32(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_FLOAT32, op, r); }
-RNGX_CLONES static void normal_f16(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_FLOAT16, op, r); }
-RNGX_CLONES static void normal_bf16(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_BFLOAT16, op, r); }
+/* The pair's math (dists.h) is large: left to its limits, gcc's inliner keeps some copies of it as calls, and a
+ * loop with a call runs scalar. flatten inlines all of it into each clone, so every pair loop vectorizes. */
+#define FLAT __attribute__((flatten))
+
+RNGX_CLONES FLAT static void normal_f32(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_FLOAT32, op, r); }
+RNGX_CLONES FLAT static void normal_f16(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_FLOAT16, op, r); }
+RNGX_CLONES FLAT static void normal_bf16(const rngx_op *op, const rngx_span *r) { normal_32(RNGX_BFLOAT16, op, r); }
 
 /* float64: two words per element, a pair's four words one block. */
 CLONE_BODY void normal_f64_loop(double mean, double std, const uint32_t *w, int odd, int64_t n, double *o,
@@ -267,7 +271,7 @@ CLONE_BODY void normal_f64_loop(double mean, double std, const uint32_t *w, int 
   if (j < n) o[j * so] = rngx_normal64(w + 2 * j).c * std + mean;
 }
 
-RNGX_CLONES static void normal_f64(const rngx_op *op, const rngx_span *r) {
+RNGX_CLONES FLAT static void normal_f64(const rngx_op *op, const rngx_span *r) {
   if (r->so == 1) normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->odd, r->n, r->out, 1);
   else normal_f64_loop(op->p.mean64, op->p.std64, r->w, r->odd, r->n, r->out, r->so);
 }
