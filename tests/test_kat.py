@@ -13,8 +13,8 @@ def test_file_holds_exactly_the_cases():
     assert DOC["stream"] == kat.STREAM
     assert list(BY_NAME) == [kat.case_name(*c) for c in kat.CASES]
     for c in DOC["cases"]:
-        entry = c["name"].split("/")[0]
-        assert c["op"] == kat.op_of(entry) and c["params"] == kat.OPS[entry][1], c["name"]
+        entry, dtype, layout = kat.case_of(c)
+        assert (c["dtype"], c["layout"]) == (dtype, layout) and c["op"] == kat.op_of(entry) and c["params"] == kat.OPS[entry][1], c["name"]
         assert len(c["bits"]) == kat.prod(kat.LAYOUTS[c["layout"]][0]), c["name"]
 
 

@@ -56,6 +56,11 @@ def case_name(entry, dtype, layout):
     return f"{entry}/{dtype}/{layout}"
 
 
+def case_of(case):
+    """(entry, dtype, layout) of a case of the file: what rngx_bits and ref_bits take."""
+    return tuple(case["name"].split("/"))
+
+
 def op_of(entry):
     """The op an OPS entry calls."""
     return OPS[entry][3] if len(OPS[entry]) > 3 else entry
