@@ -97,7 +97,7 @@ def _check_range(op, dtype, range):
         return
     if isinstance(range, bool) or not isinstance(range, (int, torch.SymInt)):
         raise TypeError(f"range (randint's high - low) must be an int, got {type(range).__name__}")
-    top = _U64 - 1 if dtype == torch.int64 else RANDINT_NARROW
+    top = _U64 - 1 if dtype == torch.int64 else _RANDINT_NARROW
     if isinstance(range, int) and not 1 <= range <= top:
         raise ValueError(f"range (randint's high - low) must be in [1, {top}] for {dtype}, got {range}")
 
@@ -113,11 +113,11 @@ def words_per_element(dtype, op=None, range=None):
     """The stream words one element of `dtype` takes in op `op` (docs/stream.md's table); randint's depend on its
     range = high - low as well."""
     if op == "randint" and dtype == torch.int64:
-        return 2 if range <= RANDINT_NARROW else 4
+        return 2 if range <= _RANDINT_NARROW else 4
     return _OP_WORDS.get((op, dtype), _WORDS[dtype])
 
 
-RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range (csrc: RNGX_RANDINT_NARROW), int64 4 above
+_RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range (csrc: RNGX_RANDINT_NARROW), int64 4 above
 _WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
           for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}  # stream words per element
 # Ops that take more words per element (csrc/kernels/ops.h: rngx_normal_words and the like; docs/stream.md).
