@@ -82,7 +82,8 @@ def run(budget=0.4, rounds=5, base=None):
 def print_table(rows):
     base = "base_us" in rows[0]
     print(f"\nkey-reuse checker, per call, float32 2^{NUMEL.bit_length() - 1}, 1 thread (best of interleaved rounds):")
-    print(f"{'call':<28} {'off us':>8} {'on us':>8} {'on/off':>7}" + (f" {'base us':>8} {'off/base':>8}" if base else ""))
+    head = f"{'call':<28} {'off us':>8} {'on us':>8} {'on/off':>7}"
+    print(head + (f" {'base us':>8} {'off/base':>8}" if base else ""))
     for r in rows:
         print(f"{r['call']:<28} {r['off_us']:8.2f} {r['on_us']:8.2f} {r['on_ratio']:7.2f}"
               + (f" {r['base_us']:8.2f} {r['off_vs_base']:8.3f}" if base else ""))
