@@ -5,7 +5,8 @@ equivalent, the torch.compile'd equivalent (Inductor's own fused random) and x.c
 limit. Then 1 against 2 threads at 2^24, the same again with freed memory reused (no page faults on fresh
 outputs), the bytes autograd saves for dropout's backward, the targets, the per-call cost of every public
 stateful function on small tensors (per_call.py), the dropout family against torch (dropout_family.py) and
-normal, bernoulli and randint against torch (dists.py). Prints the tables and writes
+normal, bernoulli and randint against torch (dists.py), and the key-reuse checker off against on
+(key_reuse.py). Prints the tables and writes
 benchmarks/out/bench.json and bench.png.
 
 A time is the best of several rounds, the candidates taking turns in each round, because other processes on a
@@ -26,6 +27,7 @@ import torch.nn.functional as F
 import dists
 import dropout_family
 import global_view
+import key_reuse
 import mode
 import per_call
 import torch_rngx
@@ -312,13 +314,15 @@ def main():
     global_view.print_table(views)
     mode_rows = mode.run(budget=args.budget)
     mode.print_table(mode_rows)
+    reuse_rows = key_reuse.run(budget=args.budget)
+    key_reuse.print_table(reuse_rows)
 
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
                    "philox_paths": paths, "results": results, "reused_memory_results": reused,
                    "dropout_saved_bytes": saved, "targets": goals, "per_call": calls,
                    "dropout_family": family, "distributions": distributions, "global_view": views,
-                   "mode": mode_rows}, f, indent=1)
+                   "mode": mode_rows, "key_reuse": reuse_rows}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
     print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 

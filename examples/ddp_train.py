@@ -7,7 +7,8 @@ masks on every replica would make dropout correlated across the global batch. Th
 - module state: `torch_rngx.nn.Dropout(p, seed=s)` keeps its stream in the `rng_state` buffer; after DDP has
   copied rank 0's buffers to every rank, `torch_rngx.nn.fold_in_(model, rank)` gives each rank its own stream
   (and forward_sync_buffers=False keeps DDP from copying them back before each forward);
-- an explicit Generator: `torch_rngx.Generator(seed).fold_in(rank)`, here for quantize()'s noise.
+- an explicit Generator: `torch_rngx.Generator(seed).fold_in(rank)`, here for quantize()'s noise, with a seed of
+  its own: from the dropout's seed it would draw the dropout's own words.
 
 The script trains the same model twice (two sets of processes) and checks that the final weights are identical,
 bit for bit, eager and compiled; it also checks that the two ranks drew different dropout masks and that DDP kept
@@ -43,10 +44,12 @@ class Model(torch.nn.Module):
 def train(rank, compiled):
     """One replica's run; returns its final weights and its first dropout mask."""
     torch.manual_seed(0)  # the same initial weights on both ranks (DDP would broadcast rank 0's anyway)
-    model = DDP(Model(torch_rngx.Generator(SEED).fold_in(rank)), forward_sync_buffers=False)
+    model = DDP(Model(torch_rngx.Generator(SEED + 1).fold_in(rank)), forward_sync_buffers=False)
     torch_rngx.nn.fold_in_(model, rank)  # after DDP's initial broadcast: each rank its own dropout stream
-    # The mask the first step will draw on this rank: the stateless op with the module's current key.
-    first_mask = torch_rngx.functional.dropout(torch.ones(BATCH, 32), model.module.dropout.rng_state, 0.25) != 0
+    # The mask the first step will draw on this rank: the stateless op with the module's current key. The step
+    # reads these words again, on purpose: the key-reuse checker is off for this look ahead.
+    with torch_rngx.debug.key_reuse("off"):
+        first_mask = torch_rngx.functional.dropout(torch.ones(BATCH, 32), model.module.dropout.rng_state, 0.25) != 0
     step = torch.compile(model) if compiled else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     data = torch.Generator().manual_seed(100 + rank)  # each rank its own part of the data

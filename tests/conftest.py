@@ -72,9 +72,17 @@ torch._functorch.config.donated_buffer = False
 
 
 # make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each module and each test is its own program
-# with a fresh history, and one that draws from a key twice on purpose says why: @pytest.mark.key_reuse_ok(why)
-# (the checker is then off for it, and make test-key-reuse leaves it out: it ran as it is in make test).
+# with a fresh history. A test that recomputes a draw to compare two ways of making it (layouts, eager and compiled,
+# threads, a reference path) makes the second one inside recompute(), so all its other draws stay checked. A test
+# whose every draw is such a comparison, or that draws in a process of its own, says why instead:
+# @pytest.mark.key_reuse_ok(why) (the checker is then off for it, and make test-key-reuse leaves it out: it ran as
+# it is in make test).
 KEY_REUSE = os.environ.get(debug.ENV, "")
+
+
+def recompute():
+    """The checker off for the draws inside: they read words that the test drew before, on purpose, to compare."""
+    return debug.key_reuse("off")
 
 
 def pytest_configure(config):

@@ -17,7 +17,8 @@ import torch_rngx
 from torch_rngx import _C
 from torch_rngx import functional as F
 
-pytestmark = pytest.mark.key_reuse_ok("compares each draw with the reference and with itself compiled, exported, vmapped and threaded, on one key")
+ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok(
+    "compares a draw with itself in other dtypes, compiled, exported, vmapped and threaded, on one key")
 
 STATE = make_state(0x0123456789ABCDEF, 2**64 - 2)  # offsets wrap past 2^64 inside the call
 RATES = [1.0, 0.25, 3e4, 1e-38, 1e44]  # the last two leave float32's range: the clamps
@@ -46,6 +47,7 @@ def test_every_rate_equals_reference_and_stays_positive_and_finite(dtype, rate):
     assert bool(torch.isfinite(-out.log()).all())  # a Gumbel sample
 
 
+@ONE_KEY_FOR_ALL
 def test_output_dtype_and_16_bit_values_are_float32s_rounded():
     x = torch.empty(4000)
     e32 = F.exponential(x, STATE)
@@ -54,6 +56,7 @@ def test_output_dtype_and_16_bit_values_are_float32s_rounded():
     assert torch.equal(F.exponential(x, STATE, dtype=torch.float64), F.exponential(x.double(), STATE))
 
 
+@ONE_KEY_FOR_ALL
 def test_batched_states_and_global_view():
     keys = torch.stack([make_state(21 + i, 5 * i) for i in range(3)]).view(3, 1, 1, 2)
     x = torch.empty(3, 4, 7)
@@ -76,6 +79,7 @@ def test_gumbel_softmax_from_exponential():
     assert torch.equal(hard.sum(-1), torch.ones(64))
 
 
+@ONE_KEY_FOR_ALL
 def test_stateful_follows_manual_seed_and_generator():
     x = torch.empty(5, 7)
     torch.manual_seed(3)
@@ -106,6 +110,7 @@ def _calls(x, state):
 
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+@ONE_KEY_FOR_ALL
 def test_compile_fullgraph_equals_eager(dynamic, layout):
     x = layouts()[layout]
     compiled = torch.compile(_calls, fullgraph=True, dynamic=dynamic)
@@ -133,6 +138,7 @@ class _Model(torch.nn.Module):
         return _calls(x, state)
 
 
+@ONE_KEY_FOR_ALL
 def test_export_equals_eager():
     x = torch.randn(4, 6, 5)
     ep = torch.export.export(_Model(), (x, STATE))
@@ -142,6 +148,7 @@ def test_export_equals_eager():
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
+@ONE_KEY_FOR_ALL
 def test_thread_count_and_philox_path_do_not_change_values(threads):
     x = torch.empty(3, 70000)
     old_threads, old_path = torch.get_num_threads(), _C.simd()
@@ -159,6 +166,7 @@ def test_thread_count_and_philox_path_do_not_change_values(threads):
         _C.set_simd(old_path)
 
 
+@ONE_KEY_FOR_ALL
 def test_vmap_over_keys_equals_batched_state():
     keys = F.split(STATE, 3)
     x = torch.empty(5, 4)

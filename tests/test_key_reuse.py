@@ -117,6 +117,13 @@ def test_generator_state_copied_by_hand():
     reported(cloned)
 
 
+def test_an_empty_batched_key_draws_nothing():
+    with key_reuse("raise"):
+        assert F.uniform(torch.empty(0, 3), torch.zeros(0, 1, 2, dtype=torch.int64)).shape == (0, 3)
+        assert F.bits([2, 0, 3], torch.zeros(2, 0, 1, 2, dtype=torch.int64)).shape == (2, 0, 3)
+        assert not _reuse.active.seeds
+
+
 def test_warn_reports_and_goes_on():
     key = F.key(9)
     with key_reuse("warn"), pytest.warns(KeyReuseWarning, match="seed 9"):
@@ -143,6 +150,16 @@ def test_a_generator_stream_is_one_range():
         for i in range(1000):
             torch_rngx.dropout(torch.ones(3 + i % 5), 0.5, generator=g)
         assert len(_reuse.active.seeds[31].starts) == 1
+
+
+def test_adjacent_draws_of_one_key_are_one_range():
+    """Memory: a key's draws at consecutive offsets merge into one range; a gap keeps two."""
+    with key_reuse("raise"):
+        for i in range(100):
+            F.uniform(torch.empty(8), torch.tensor([32, 2 * i]))  # 8 float32 elements: blocks 2i and 2i + 1
+        assert len(_reuse.active.seeds[32].starts) == 1
+        F.uniform(torch.empty(4), torch.tensor([32, 201]))  # block 200 left out
+        assert len(_reuse.active.seeds[32].starts) == 2
 
 
 # ---- intended reuse: quiet ----

@@ -9,13 +9,14 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import DTYPE_NAMES, FLOAT_DTYPES, INT_DTYPES, UINT, from_bits, layouts, make_state, np_state, raw_bits
+from conftest import (DTYPE_NAMES, FLOAT_DTYPES, INT_DTYPES, UINT, from_bits, layouts, make_state, np_state, raw_bits,
+                      recompute)
 
 import reference as ref
 import torch_rngx
 from torch_rngx import functional as F
 
-REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare batched keys against single keys, split and fold_in")
+ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok("derives and draws several ops from one key, each compared with eager")
 
 U64 = 1 << 64
 SEEDS = [0, 5, 2**63, 2**64 - 1, 0x0123456789ABCDEF]
@@ -51,7 +52,6 @@ def test_key(seed):
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint64])
 @pytest.mark.parametrize("num", [1, 2, 5])
 @pytest.mark.parametrize("seed,offset", [(0, 0), (2**63, 7), (2**64 - 1, 2**64 - 2), (0x0123456789ABCDEF, 2**32 - 1)])
-@REUSES_KEYS
 def test_split_equals_reference(seed, offset, num, dtype):
     state = make_state(seed, offset, dtype)
     before = state.clone()
@@ -59,19 +59,20 @@ def test_split_equals_reference(seed, offset, num, dtype):
     assert kids.shape == (num, 2) and kids.dtype == dtype and kids.device == state.device
     np.testing.assert_array_equal(np_state(kids), ref.split_ref((seed, offset), num))
     assert torch.equal(state, before)
-    assert torch.equal(F.split(state), F.split(state, 2))  # num defaults to 2
+    with recompute():
+        assert torch.equal(F.split(state), F.split(state, 2))  # num defaults to 2
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint64])
-@REUSES_KEYS
 def test_split_batched(dtype):
     state = keys((2, 3), dtype=dtype)
     kids = F.split(state, 4)
     assert kids.shape == (4, 2, 3, 2) and kids.dtype == dtype
     np.testing.assert_array_equal(np_state(kids), ref.split_ref(np_state(state), 4))
-    for i in range(2):
-        for j in range(3):  # each key splits on its own
-            assert torch.equal(kids[:, i, j], F.split(state[i, j], 4))
+    with recompute():
+        for i in range(2):
+            for j in range(3):  # each key splits on its own
+                assert torch.equal(kids[:, i, j], F.split(state[i, j], 4))
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint64])
@@ -83,46 +84,48 @@ def test_fold_in_int_equals_reference(data, dtype):
     np.testing.assert_array_equal(np_state(out), ref.fold_in_ref(np_state(state), data))
 
 
-@REUSES_KEYS
 def test_fold_in_is_split_at_d():
     state = make_state(77, 2**64 - 2)
     kids = F.split(state, 6)
-    for d in range(6):
-        assert torch.equal(F.fold_in(state, d), kids[d])
-        assert torch.equal(F.fold_in(state, torch.tensor(d)), kids[d])
+    with recompute():
+        for d in range(6):
+            assert torch.equal(F.fold_in(state, d), kids[d])
+            assert torch.equal(F.fold_in(state, torch.tensor(d)), kids[d])
 
 
 @pytest.mark.parametrize("data_dtype", [torch.int64, torch.uint64])
-@REUSES_KEYS
 def test_fold_in_tensor_data(data_dtype):
     state = keys((2, 3))
     # one value for every key; the tensor's bits are read as uint64, as the state's are
     d = torch.tensor(-1, dtype=torch.int64).view(data_dtype)
-    assert torch.equal(F.fold_in(state, d), F.fold_in(state, 2**64 - 1))
+    first = F.fold_in(state, d)
+    with recompute():
+        assert torch.equal(first, F.fold_in(state, 2**64 - 1))
     # one value per key, and broadcast along a batch dim
     per_key = torch.tensor([[0, 1, 2], [2**40, 5, 2**62]], dtype=torch.int64).view(data_dtype)
     out = F.fold_in(state, per_key)
     assert out.shape == state.shape and out.dtype == state.dtype
     np.testing.assert_array_equal(np_state(out), ref.fold_in_ref(np_state(state), np_state(per_key)))
     rows = torch.tensor([[3], [9]], dtype=torch.int64).view(data_dtype)
-    np.testing.assert_array_equal(np_state(F.fold_in(state, rows)), ref.fold_in_ref(np_state(state), [[3], [9]]))
-    for i in range(2):
-        for j in range(3):
-            assert torch.equal(out[i, j], F.fold_in(state[i, j], int(per_key.view(torch.int64)[i, j]) % U64))
+    with recompute():
+        np.testing.assert_array_equal(np_state(F.fold_in(state, rows)), ref.fold_in_ref(np_state(state), [[3], [9]]))
+        for i in range(2):
+            for j in range(3):
+                assert torch.equal(out[i, j], F.fold_in(state[i, j], int(per_key.view(torch.int64)[i, j]) % U64))
 
 
-@REUSES_KEYS
 def test_uint64_state_gives_uint64_keys_with_the_same_bits():
     s = make_state(2**63 + 9, 2**64 - 1)
     su = s.view(torch.uint64)
-    assert torch.equal(F.split(su, 3).view(torch.int64), F.split(s, 3))
-    assert torch.equal(F.fold_in(su, 4).view(torch.int64), F.fold_in(s, 4))
+    kids, folded = F.split(su, 3), F.fold_in(su, 4)
+    with recompute():
+        assert torch.equal(kids.view(torch.int64), F.split(s, 3))
+        assert torch.equal(folded.view(torch.int64), F.fold_in(s, 4))
 
 
 # ---- Generator.split / fold_in ------------------------------------------------------------------------------
 
 
-@REUSES_KEYS
 def test_generator_split_and_fold_in_derive_without_advancing():
     g = torch_rngx.Generator(2**64 - 1)
     torch_rngx.rand_like(torch.empty(9), generator=g)  # offset 3
@@ -130,15 +133,17 @@ def test_generator_split_and_fold_in_derive_without_advancing():
     kids = g.split(3)
     assert isinstance(kids, list) and len(kids) == 3 and all(isinstance(k, torch_rngx.Generator) for k in kids)
     assert torch.equal(g.state, before), "split must not advance the parent"
-    want = F.split(before, 3)
+    with recompute():
+        want = F.split(before, 3)
     for k, w in zip(kids, want):
         assert k.state.dtype == torch.int64 and k.state.shape == (2,) and torch.equal(k.state, w)
     f = g.fold_in(2**64 - 1)
-    assert torch.equal(g.state, before) and torch.equal(f.state, F.fold_in(before, 2**64 - 1))
-    assert torch.equal(g.fold_in(1).state, kids[1].state)
+    with recompute():
+        assert torch.equal(g.state, before) and torch.equal(f.state, F.fold_in(before, 2**64 - 1))
+        assert torch.equal(g.fold_in(1).state, kids[1].state)
 
 
-@REUSES_KEYS
+@pytest.mark.key_reuse_ok("draws from a Generator after splitting it, to show that parent and children differ")
 def test_generator_children_are_independent():
     g = torch_rngx.Generator(3)
     a, b = g.split(2)
@@ -197,17 +202,16 @@ def test_batched_equals_reference(op, dtype, B):
 
 
 @pytest.mark.parametrize("op", OPS)
-@REUSES_KEYS
 def test_per_sample_keys(op):
     """(N, 1, 1, 1, 2) on (N, C, H, W): sample n is the op on x[n] with key n."""
     state = keys((4, 1, 1, 1))
     out = run_op(op, X, state)
-    for n in range(4):
-        assert torch.equal(out[n], run_op(op, X[n], state[n, 0, 0, 0]))
+    with recompute():
+        for n in range(4):
+            assert torch.equal(out[n], run_op(op, X[n], state[n, 0, 0, 0]))
 
 
 @pytest.mark.parametrize("op", OPS)
-@REUSES_KEYS
 def test_broadcast_dims_repeat_values(op):
     """(1, 3, 1, 1, 2): dim 0 reuses the keys, so every sample gets the same values (from its own x)."""
     state = keys((1, 3, 1, 1))
@@ -215,23 +219,24 @@ def test_broadcast_dims_repeat_values(op):
     out = run_op(op, x, state)
     for n in range(1, 4):
         assert torch.equal(out[n], out[0])
-    for c in range(3):  # each channel is an event of 5 * 6 elements with its own key
-        assert torch.equal(out[0, c], run_op(op, x[0, c], state[0, c, 0, 0]))
+    with recompute():
+        for c in range(3):  # each channel is an event of 5 * 6 elements with its own key
+            assert torch.equal(out[0, c], run_op(op, x[0, c], state[0, c, 0, 0]))
 
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("ndim", [1, 2, 4])
-@REUSES_KEYS
 def test_all_ones_batch_is_the_unbatched_key(op, ndim):
     x = X.reshape(X.shape[:ndim - 1] + (-1,)) if ndim > 1 else X.reshape(-1)
     state = make_state(2**64 - 1, 2**64 - 7)
     want = run_op(op, x, state)
-    assert torch.equal(run_op(op, x, state.view([1] * ndim + [2])), want)
+    with recompute():
+        assert torch.equal(run_op(op, x, state.view([1] * ndim + [2])), want)
 
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("name", ["channels_last", "transposed", "sliced"])
-@REUSES_KEYS
+@pytest.mark.key_reuse_ok("every batch shape's keys(B) starts at the same seeds")
 def test_batched_any_layout(op, name):
     x = layouts((4, 3, 5, 6))[name]
     for B in [(4, 1, 1, 1), (1, 3, 1, 1), (4, 1, 5, 6), (1, 1, 1, 6)]:
@@ -243,7 +248,6 @@ def test_batched_any_layout(op, name):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@REUSES_KEYS
 def test_batched_dropout_backward_recomputes_each_keys_mask(dtype):
     state = keys((4, 1, 1, 1))
     x = X.to(dtype).detach().clone().requires_grad_()
@@ -253,21 +257,22 @@ def test_batched_dropout_backward_recomputes_each_keys_mask(dtype):
         y = F.dropout(x, state, 0.3)
     assert [tuple(t.shape) for t in saved] == [(4, 1, 1, 1, 2)], "backward must keep only the state"
     y.backward(g)
-    assert torch.equal(x.grad, F.dropout(g, state, 0.3))
+    with recompute():
+        assert torch.equal(x.grad, F.dropout(g, state, 0.3))
     for n in range(4):
-        kept = F.dropout(torch.ones_like(g[n]), state[n, 0, 0, 0], 0.3) != 0
+        with recompute():
+            kept = F.dropout(torch.ones_like(g[n]), state[n, 0, 0, 0], 0.3) != 0
         assert torch.equal(x.grad[n] != 0, kept & (g[n] != 0))
 
 
 @pytest.mark.parametrize("op", OPS)
-@REUSES_KEYS
 def test_int64_and_uint64_states_give_identical_bits(op):
     for state in (make_state(2**63 + 1, 2**64 - 2), keys((4, 1, 5, 1))):
         a = run_op(op, X, state)
-        np.testing.assert_array_equal(raw_bits(a), raw_bits(run_op(op, X, state.view(torch.uint64))))
+        with recompute():
+            np.testing.assert_array_equal(raw_bits(a), raw_bits(run_op(op, X, state.view(torch.uint64))))
 
 
-@REUSES_KEYS
 def test_empty_batched_state_gives_an_empty_output():
     """B_d == out.shape[d] == 0 is a valid batch dim. Run in a child process: a crash fails only this test."""
     code = """
@@ -300,18 +305,18 @@ def test_bits_dtypes_equal_reference(dtype, state):
     np.testing.assert_array_equal(raw_bits(out), want.reshape(-1).view(UINT[out.element_size()]))
 
 
-@REUSES_KEYS
 def test_bits_default_is_int32_and_narrow_dtypes_take_low_bits():
     s = make_state(9, 4)
     w = F.bits([64], s)
     assert w.dtype == torch.int32
     words = w.to(torch.int64) & 0xFFFFFFFF
-    for dtype in INT_DTYPES[:6]:
-        mask = (1 << (8 * torch.empty((), dtype=dtype).element_size())) - 1
-        assert torch.equal(F.bits([64], s, dtype=dtype).to(torch.int64) & mask, words & mask), dtype
-    wide = F.bits([32], s, dtype=torch.int64)  # two words each, the first high
-    assert torch.equal(wide, (words[0::2] << 32) | words[1::2])
-    assert torch.equal(F.bits([32], s, dtype=torch.uint64).view(torch.int64), wide)
+    with recompute():
+        for dtype in INT_DTYPES[:6]:
+            mask = (1 << (8 * torch.empty((), dtype=dtype).element_size())) - 1
+            assert torch.equal(F.bits([64], s, dtype=dtype).to(torch.int64) & mask, words & mask), dtype
+        wide = F.bits([32], s, dtype=torch.int64)  # two words each, the first high
+        assert torch.equal(wide, (words[0::2] << 32) | words[1::2])
+        assert torch.equal(F.bits([32], s, dtype=torch.uint64).view(torch.int64), wide)
 
 
 @pytest.mark.parametrize("dtype,numel,blocks", [(torch.int64, 5, 3), (torch.uint64, 2, 1), (torch.uint8, 5, 2),
@@ -333,7 +338,7 @@ def derive_and_draw(state, x):
 
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("state_dtype", [torch.int64, torch.uint64])
-@REUSES_KEYS
+@ONE_KEY_FOR_ALL
 def test_compiled_key_ops_equal_eager(dynamic, state_dtype):
     compiled = torch.compile(derive_and_draw, fullgraph=True, dynamic=dynamic)
     for cols, seed in [(5, 1), (7, 2**64 - 1)]:
@@ -356,7 +361,7 @@ class DeriveModule(torch.nn.Module):
         return kids, F.fold_in(state, 2**64 - 1), F.fold_in(kids, torch.arange(4)), u
 
 
-@REUSES_KEYS
+@ONE_KEY_FOR_ALL
 def test_export_key_ops_and_batched_uniform():
     x = torch.empty(4, 3, 5)
     ep = torch.export.export(DeriveModule(), (x, make_state(1, 2)))

@@ -79,7 +79,7 @@ def _plain_rows(key):
         key = functorch.get_unwrapped(key)
     for i, bdim in enumerate(reversed(bdims)):  # the outermost vmap's dim is the plain tensor's own
         key = key.movedim(bdim + i, i)
-    return key.reshape(-1, *key.shape[len(bdims):])
+    return key.reshape(math.prod(key.shape[:len(bdims)]), *key.shape[len(bdims):])  # -1 fails on an empty key
 
 
 def _box_runs(shape, start, size):

@@ -34,12 +34,12 @@ def draw(op, x, state, params):
 
 if __name__ == "__main__":
     build()
-    key = F.key(7)
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    keys = F.split(F.key(7), 12).view(4, 3, 2)  # a key of its own for each draw: two from one key are correlated
+    for dtype, (k1, k2, k3) in zip((torch.float16, torch.bfloat16, torch.float32, torch.float64), keys):
         x = torch.randn(1000).to(dtype)
         pairs = {
-            "uniform": (draw("uniform", x, key, P.uniform_params(dtype, -1, 3)), F.uniform(x, key, -1, 3)),
-            "dropout": (draw("dropout", x, key, P.dropout_params(dtype, 0.2)), F.dropout(x, key, 0.2)),
-            "normal": (draw("normal", x, key, P.normal_params(dtype, 1, 2)), F.normal(x, key, 1, 2)),
+            "uniform": (draw("uniform", x, k1, P.uniform_params(dtype, -1, 3)), F.uniform(x, k1, -1, 3)),
+            "dropout": (draw("dropout", x, k2, P.dropout_params(dtype, 0.2)), F.dropout(x, k2, 0.2)),
+            "normal": (draw("normal", x, k3, P.normal_params(dtype, 1, 2)), F.normal(x, k3, 1, 2)),
         }
         print(dtype, {op: torch.equal(a, b) for op, (a, b) in pairs.items()})
