@@ -77,7 +77,7 @@ def _inductor_gap(model, batch):
 @pytest.mark.parametrize("name", list(WITHOUT_RANDOMNESS))
 def test_converted_model_under_inductor_differs_only_by_inductors_arithmetic(name):
     """Inductor generates its own layer norm, GELU and softmax, which round differently from eager's kernels on some
-    CPUs (AVX2: up to 4.8e-7 on a layer norm's output, docs/guarantees.md "Not promised"); the draws are eager's
+    CPUs (AVX2: up to 4.8e-7 on a layer norm's output, docs/guarantees.md "Under Inductor"); the draws are eager's
     (test_mode.py compiles every routed call with Inductor, bitwise). So the converted model's losses are as far
     apart as the same model's without any randomness: bitwise where Inductor's arithmetic is eager's, and there
     within a few float32 ulps of the loss, where torch's own randomness made them differ by ~1e-2."""
