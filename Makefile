@@ -139,12 +139,24 @@ abi-check: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -c "import torch, torch_rngx; print('torch', torch.__version__, 'loads', torch_rngx._C.__file__)"
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_stream.py tests/test_ops.py
 
+# CompressAI, unmodified, trained under torch_rngx.mode (tests/test_compressai_mode.py): compressai needs torchvision, whose
+# PyPI wheels need torch's CUDA build, so both go into .venv-cuda, torchvision at the release made for torch
+# $(CUDA_TORCH_VERSION). compressai pins numpy < 2, which torch's wheels also run with.
+CUDA_TORCHVISION_VERSION ?= 0.29.1
+COMPRESSAI_VERSION ?= 1.2.8
+
+$(CUDA_VENV)/.compressai: $(CUDA_VENV)/.stamp
+	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" "torchvision==$(CUDA_TORCHVISION_VERSION)" \
+	  "compressai==$(COMPRESSAI_VERSION)"
+	touch $@
+
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
 # Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it,
-# and the docs' blocks that need torch >= 2.14.
-interop: $(SO) $(CUDA_VENV)/.stamp
-	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py
+# and the docs' blocks that need torch >= 2.14, and CompressAI under torch_rngx.mode.
+interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.compressai
+	RNGX_REQUIRE_COMPRESSAI=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py \
+	  tests/test_compressai_mode.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
 	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"
 

@@ -1,7 +1,9 @@
 """What torch_rngx.mode costs (`make bench` runs it; docs/performance.md, "torch_rngx.mode"): a small transformer's
 training step (dropout 0.1 in its modules and in attention) with and without the mode, eager and torch.compile'd,
 side by side in one run. Ratio = with / without (targets: eager <= 1.10, compiled <= 1.02). `python3
-benchmarks/mode.py` runs this section alone."""
+benchmarks/mode.py [threads]` runs this section alone (2 threads unless told)."""
+import sys
+
 import torch
 
 import torch_rngx
@@ -38,7 +40,7 @@ def run(budget=0.6):
         steps = {"with": _step(stepped, tokens, opt, torch_rngx.Generator(0)),
                  "without": _step(stepped, tokens, opt, None)}
         times = {k: [] for k in steps}
-        for _ in range(3):  # interleaved, so load on the machine hits both alike
+        for _ in range(5):  # interleaved, so load on the machine hits both alike
             for k, f in steps.items():
                 times[k].append(best(f, budget))
         with_mode, without = min(times["with"]), min(times["without"])
@@ -57,5 +59,5 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)  # threads: an optional first argument
     print_table(run())

@@ -225,6 +225,32 @@ def compiled(mesh, pl, tag, shape=SHAPE):
     case(f"{tag} compiled", run)
 
 
+def routed(mesh, pl, tag):
+    """torch's own random calls under torch_rngx.mode, on a DTensor and on the whole tensor in this process: the mode
+    routes both to the same torch_rngx op, so the DTensor's blocks are the whole result's, eager and compiled."""
+    full = data()
+
+    def calls(x):
+        return [torch.rand_like(x), torch.randn_like(x), torch.nn.functional.dropout(x, 0.3), torch.bernoulli(x, 0.4)]
+
+    def on_intermediates(x):  # DTensors made by the call itself (compiled, global_view cannot read their spec yet)
+        return [torch.empty_like(x).uniform_(-0.5, 0.5), torch.bernoulli(x.abs().clamp(max=1))]
+
+    for how, fn, ref_fn in (("eager", calls, calls), ("eager, intermediates", on_intermediates, on_intermediates),
+                            ("compiled", torch.compile(calls, fullgraph=True), calls)):
+        def run(how=how, fn=fn, ref_fn=ref_fn):
+            g, ref = torch_rngx.Generator(13), torch_rngx.Generator(13)
+            with torch_rngx.mode(generator=g):
+                got = fn(spread(full, mesh, pl))
+            with torch_rngx.mode(generator=ref):
+                want = ref_fn(full)
+            for i, (a, b) in enumerate(zip(got, want)):
+                check(f"{tag} mode {how} call {i}", a, b, mesh, pl)
+            if not same(g.state, ref.state):
+                failures.append(f"{tag} mode {how}: end state differs from the single-process run's")
+        case(f"{tag} mode {how}", run)
+
+
 def plain_global_view(rank, world, dim):
     """No DTensor: each rank draws its block of a (7, 5) tensor (rows or columns, in torch.chunk's blocks) through
     global_shape/global_start; all_gather puts the blocks back together."""
@@ -266,6 +292,9 @@ def main():
     elif suite == "compiled":
         for pl in COMPILED_PLACEMENTS[mesh.ndim]:
             compiled(mesh, pl, f"mesh {mesh_shape} {pl}")
+    elif suite == "mode":
+        for pl in COMPILED_PLACEMENTS[mesh.ndim]:
+            routed(mesh, pl, f"mesh {mesh_shape} {pl}")
     else:  # "even": equal blocks, so a rank running another rank's compiled code would get the wrong values silently
         for pl in ([Shard(0)], [Shard(1)]):
             compiled(mesh, pl, f"mesh {mesh_shape} {pl} even", shape=(8, 4, 2))

@@ -10,6 +10,8 @@ Processes started here, talking over torch.distributed's gloo backend on the CPU
 - the same under torch.compile(fullgraph=True), forward and backward, also when the ranks share one compile
   cache (which does not tell ranks apart);
 - plain tensors with global_shape/global_start: the blocks of all ranks, gathered, are the single-process result;
+- torch's own random calls (rand_like, randn_like, uniform_, F.dropout, bernoulli) under torch_rngx.mode on a DTensor,
+  eager and compiled: the whole tensor's values under the mode in one process;
 - a sharded key, a DTensor key with a plain input, a Partial input, or global_shape on a DTensor raise ValueError
   naming the argument.
 
@@ -60,6 +62,11 @@ def test_eager(world, mesh):
 @pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (2, 2))])
 def test_compiled(world, mesh):
     launch("compiled", world, mesh)
+
+
+@pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (2, 2))])
+def test_torch_calls_routed_by_mode(world, mesh):
+    launch("mode", world, mesh)
 
 
 def test_compiled_code_cache_shared_by_ranks():

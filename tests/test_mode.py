@@ -246,10 +246,19 @@ def test_uncovered_warns_once_naming_the_function_raises_or_stays_quiet():
             torch.empty(3).geometric_(0.5)
 
 
-def test_explicit_torch_generator_stays_torchs():
+EXPLICIT = [("torch.rand", lambda g: torch.rand(4, generator=g)),
+            ("torch.normal", lambda g: torch.normal(0.0, 1.0, (4,), generator=g)),  # a rebound name
+            ("torch.Tensor.uniform_", lambda g: torch.empty(4).uniform_(generator=g))]
+
+
+@pytest.mark.parametrize("name,call", EXPLICIT, ids=[c[0] for c in EXPLICIT])
+def test_explicit_torch_generator_stays_torchs(name, call):
+    """A call given a torch.Generator draws from it, as written, routed or rebound function alike, and is reported."""
     with torch_rngx.mode(seed=1, uncovered="ignore"):
-        got = torch.rand(4, generator=torch.Generator().manual_seed(3))
-    assert torch.equal(got, torch.rand(4, generator=torch.Generator().manual_seed(3)))
+        got = call(torch.Generator().manual_seed(3))
+    assert torch.equal(got, call(torch.Generator().manual_seed(3)))
+    with pytest.raises(RuntimeError, match=name), torch_rngx.mode(seed=1, uncovered="error"):
+        call(torch.Generator())
 
 
 def test_nested_modes_innermost_routes():

@@ -10,19 +10,19 @@ import transformers  # installed by the Makefile's venv rule
 import torch_rngx
 
 
-def _bert(attention):
+def _bert(attention, hidden_p=0.1, attention_p=0.2):
     config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.1,
-                                     attention_probs_dropout_prob=0.2, attn_implementation=attention)
+                                     intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=hidden_p,
+                                     attention_probs_dropout_prob=attention_p, attn_implementation=attention)
     torch.manual_seed(0)
     model = transformers.BertForMaskedLM(config).train()
     ids = torch.randint(0, 64, (4, 12), generator=torch.Generator().manual_seed(1))
     return model, {"input_ids": ids, "labels": ids}
 
 
-def _convnext():
+def _convnext(drop_path=0.3):
     config = transformers.ConvNextConfig(num_channels=3, hidden_sizes=[8, 16], depths=[2, 2], num_stages=2,
-                                         drop_path_rate=0.3, num_labels=5, image_size=32)
+                                         drop_path_rate=drop_path, num_labels=5, image_size=32)
     torch.manual_seed(0)
     model = transformers.ConvNextForImageClassification(config).train()
     pixels = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
@@ -62,16 +62,30 @@ def test_converted_model_trains_bitwise_compiled_as_eager(name):
     assert len(set(eager.tolist())) == 3
 
 
-@pytest.mark.parametrize("name", ["bert_sdpa", "convnext_drop_path"])
-def test_converted_model_under_inductor(name):
-    """Inductor's own float math (layer norm, GELU, fused divisions) may round differently from eager's in the last
-    bit (docs/guarantees.md, "Not promised"); the draws are the same, so the losses agree to rounding, where torch's
-    own randomness made them differ by ~1e-2."""
-    torch._dynamo.reset()
-    model, batch = MODELS[name]()
-    torch_rngx.nn.convert(model, seed=99)
+# The same models with every dropout and drop path at 0: nothing random left, only Inductor's own arithmetic.
+WITHOUT_RANDOMNESS = {"bert_sdpa": lambda: _bert("sdpa", 0.0, 0.0), "convnext_drop_path": lambda: _convnext(0.0)}
+
+
+def _inductor_gap(model, batch):
+    """max |eager loss - Inductor loss| over 3 steps, from the same initial weights."""
     twin = copy.deepcopy(model)
     with torch._inductor.config.patch(layout_optimization=False):
         eager, compiled = _losses(model, batch, None), _losses(twin, batch, "inductor")
-    assert torch.allclose(eager, compiled, rtol=1e-5, atol=0)
+    return (eager - compiled).abs().max().item(), model, twin
+
+
+@pytest.mark.parametrize("name", list(WITHOUT_RANDOMNESS))
+def test_converted_model_under_inductor_differs_only_by_inductors_arithmetic(name):
+    """Inductor generates its own layer norm, GELU and softmax, which round differently from eager's kernels on some
+    CPUs (AVX2: up to 4.8e-7 on a layer norm's output, docs/guarantees.md "Under Inductor"); the draws are eager's
+    (test_mode.py compiles every routed call with Inductor, bitwise). So the converted model's losses are as far
+    apart as the same model's without any randomness: bitwise where Inductor's arithmetic is eager's, and there
+    within a few float32 ulps of the loss, where torch's own randomness made them differ by ~1e-2."""
+    torch._dynamo.reset()
+    baseline, _, _ = _inductor_gap(*WITHOUT_RANDOMNESS[name]())
+    torch._dynamo.reset()
+    model, batch = MODELS[name]()
+    torch_rngx.nn.convert(model, seed=99)
+    gap, model, twin = _inductor_gap(model, batch)
     assert torch.equal(model.rngx_state, twin.rngx_state)
+    assert gap <= 4 * baseline, (gap, baseline)
