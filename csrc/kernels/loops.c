@@ -1,6 +1,5 @@
 /* The per-op CPU loops: each op's math on one span (walk.h), and the public ops (ops.h), which run a loop
  * over the walk (walk.c). */
-#include <math.h>
 #include <string.h>
 
 #include "convert.h"
