@@ -1,6 +1,6 @@
-// The rngx library: every op schema, in one table, and take_'s kernel for any device. Loading the shared library
-// alone (torch.ops.load_library, or dlopen in a C++ program such as AOTInductor's runtime) defines the ops;
-// the per-device kernels are registered in ops.cpp (CPU) and ops_cuda.cpp (CUDA).
+// The rngx library: every op schema (from the op table, op_table.h), and take_'s kernel for any device.
+// Loading the shared library alone (torch.ops.load_library, or dlopen in a C++ program such as AOTInductor's
+// runtime) defines the ops; the per-device kernels are registered in ops.cpp (CPU) and ops_cuda.cpp (CUDA).
 //
 // Python (torch_rngx/_ops.py) adds what the stable ABI cannot express at our target version, 2.10: seed_state
 // (its nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12), fake kernels (a C++ Meta kernel
@@ -18,42 +18,21 @@
 
 namespace {
 
-// One schema per line. Optional arguments go last, with their defaults, so older callers keep working. Every
-// sampler ends with an optional global view (docs/stream.md, "Global view").
-#define RNGX_VIEW "SymInt[]? global_shape=None, SymInt[]? global_start=None"
-constexpr const char* kSchemas[] = {
-    "bits(SymInt[] size, Tensor state, ScalarType dtype, " RNGX_VIEW ") -> Tensor",
-    "uniform(Tensor like, Tensor state, float low, float high, ScalarType? dtype=None, " RNGX_VIEW ") -> Tensor",
-    "quantize_noise(Tensor x, Tensor state, float half, " RNGX_VIEW ") -> Tensor",
-    "dropout(Tensor x, Tensor state, float p, " RNGX_VIEW ") -> Tensor",
-    "normal(Tensor like, Tensor state, float mean, float std, ScalarType? dtype=None, " RNGX_VIEW ") -> Tensor",
-    "truncated_normal(Tensor like, Tensor state, float mean, float std, float a, float b, ScalarType? dtype=None, "
-    RNGX_VIEW ") -> Tensor",
-    "bernoulli(Tensor like, Tensor state, float p, " RNGX_VIEW ") -> Tensor",
-    // p: like's shape (broadcast, stride 0 allowed) and dtype
-    "bernoulli_tensor(Tensor like, Tensor state, Tensor p, " RNGX_VIEW ") -> Tensor",
-    "randint(Tensor like, Tensor state, int low, int high, ScalarType dtype, " RNGX_VIEW ") -> Tensor",
-    "exponential(Tensor like, Tensor state, float rate, ScalarType? dtype=None, " RNGX_VIEW ") -> Tensor",
-    // multinomial's race: weights (*R, C) float64 -> E / w of shape (*R, draws, C); each row needs `need`
-    // positive weights
-    "race(Tensor weights, Tensor state, int draws, int need) -> Tensor",
-    "split(Tensor state, int num) -> Tensor",
-    "fold_in(Tensor state, Tensor data) -> Tensor",
-    // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place.
-    "take_(Tensor(a!) state, SymInt blocks) -> Tensor",
-    // The eager fast path: a CPU Generator's step and the op in one dispatcher call (no autograd; never traced).
-    "uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) -> Tensor",
-    "quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor",
-};
+// Every schema, from op_table.h.
+#define RNGX_SCHEMA(name, schema) schema,
+#define RNGX_SAMPLER_ROW_SCHEMA(...) RNGX_SAMPLER_SCHEMA(__VA_ARGS__),
+constexpr const char* kSchemas[] = {RNGX_SAMPLERS(RNGX_SAMPLER_ROW_SCHEMA) RNGX_DEVICE_OPS(RNGX_SCHEMA)
+                                        RNGX_CPU_OPS(RNGX_SCHEMA) RNGX_ANY_DEVICE_OPS(RNGX_SCHEMA)};
+#undef RNGX_SAMPLER_ROW_SCHEMA
+#undef RNGX_SCHEMA
 
 using rngx_glue::Tensor;
 
-// Serializes steps of every state, as the Python kernel's lock does: threads sharing a state never get the
-// same words.
+// The one lock of every state's step.
 std::mutex take_mutex;
 
-void step_in_place(int64_t* s, int64_t blocks) {
-  s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + static_cast<uint64_t>(blocks));  // wraps modulo 2^64
+void step_in_place(int64_t* s, uint64_t blocks) {
+  s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // wraps modulo 2^64
 }
 
 Tensor take_(Tensor state, int64_t blocks) {
@@ -62,17 +41,8 @@ Tensor take_(Tensor state, int64_t blocks) {
                       state.size(0) == 2,
                   "rngx.take_: state must be a Generator's: an int64 tensor of shape (2,) = [seed, offset]");
   STD_TORCH_CHECK(blocks >= 0, "rngx.take_: blocks must be >= 0, got ", blocks);
-  std::lock_guard<std::mutex> lock(take_mutex);
-  if (state.is_cpu()) {
-    Tensor taken = torch::stable::clone(state);
-    step_in_place(static_cast<int64_t*>(state.mutable_data_ptr()), blocks);
-    return taken;
-  }
-  // A device state: step a host copy, then write it back (copy_ is ordered on the device's current stream).
-  Tensor host = torch::stable::to(state, torch::stable::Device(torch::headeronly::DeviceType::CPU), false, true);
-  Tensor taken = torch::stable::clone(state);
-  step_in_place(static_cast<int64_t*>(host.mutable_data_ptr()), blocks);
-  torch::stable::copy_(state, host);
+  Tensor taken;
+  rngx_glue::take_key(state, static_cast<uint64_t>(blocks), &taken);
   return taken;
 }
 
@@ -95,4 +65,27 @@ const struct DefineOps {
 
 }  // namespace
 
-STABLE_TORCH_LIBRARY_IMPL(rngx, CompositeExplicitAutograd, m) { m.impl("take_", TORCH_BOX(&take_)); }
+// The caller checks the state (take_, ops.cpp's fused ops).
+std::array<int64_t, 2> rngx_glue::take_key(Tensor& state, uint64_t blocks, Tensor* taken) {
+  std::lock_guard<std::mutex> lock(take_mutex);
+  if (taken != nullptr) *taken = torch::stable::clone(state);
+  if (state.is_cpu()) {
+    auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
+    const std::array<int64_t, 2> key{s[0], s[1]};
+    step_in_place(s, blocks);
+    return key;
+  }
+  // A device state: step a host copy, then write it back (copy_ is ordered on the device's current stream).
+  Tensor host = torch::stable::to(state, torch::stable::Device(torch::headeronly::DeviceType::CPU), false, true);
+  auto* s = static_cast<int64_t*>(host.mutable_data_ptr());
+  const std::array<int64_t, 2> key{s[0], s[1]};
+  step_in_place(s, blocks);
+  torch::stable::copy_(state, host);
+  return key;
+}
+
+STABLE_TORCH_LIBRARY_IMPL(rngx, CompositeExplicitAutograd, m) {
+#define RNGX_IMPL(name, schema) m.impl(#name, TORCH_BOX(&name));
+  RNGX_ANY_DEVICE_OPS(RNGX_IMPL)
+#undef RNGX_IMPL
+}

@@ -1,6 +1,7 @@
-// CPU implementations of the rngx ops (schemas: torch_rngx/_ops.py). Unpacks tensors through PyTorch's
-// stable ABI, allocates outputs exactly as the fake kernels do, and runs the C kernels on torch's
-// intra-op thread pool. Every argument is checked again here, so direct torch.ops.rngx calls cannot crash.
+// CPU kernels of the rngx ops (schemas: op_table.h). Unpacks tensors through PyTorch's stable ABI, allocates
+// outputs exactly as the fake kernels do, and runs the C kernels on torch's intra-op thread pool. Every argument
+// is checked again here, so direct torch.ops.rngx calls cannot crash. The samplers' kernels come from their rows
+// in the op table; the other ops are written out below.
 #include <array>
 #include <optional>
 #include <vector>
@@ -58,99 +59,51 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bits(job, begin, end); });
 }
 
-Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
-               GlobalArg global_shape, GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = uniform_params(low, high, dt);
-  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_uniform(job, &params, begin, end); });
-}
-
-Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(x);
-  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  const rngx_params params = noise_params(half, dt);
-  return fill(empty_like(x, std::nullopt), state, dt, &x, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_quantize_noise(job, &params, begin, end); });
-}
+// A sampler's CPU kernel from its row (op_table.h).
+#define RNGX_CPU_SAMPLER(name, first, out_kind, kernel, derive, params, args, schema)                            \
+  Tensor name(Tensor first, Tensor state, RNGX_ARGS params, RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape,  \
+              GlobalArg global_start) {                                                                           \
+    check_cpu_state(state);                                                                                       \
+    check_input(first, #first);                                                                                   \
+    const OutType out = out_type("rngx." #name, first, #first, RNGX_DTYPE_ARG_##out_kind);                        \
+    const rngx_params derived = derive("rngx." #name, out, RNGX_ARGS args);                                      \
+    return fill(empty_like(first, out.alloc), state, out.dt, RNGX_INPUT_##first, global_shape, global_start,      \
+                [&](const rngx_job* job, int64_t b, int64_t e) { rngx_##kernel(job, &derived, b, e); });         \
+  }
+RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
+#undef RNGX_CPU_SAMPLER
 
 // The eager fast path's Generator step (torch_rngx/_autograd.py: draw): the key is the state before the step,
-// then the offset moves past the call's blocks. Checked before it moves; the caller serializes steps of a state.
+// then the offset moves past the call's blocks (take_key). Checked before it moves.
 std::array<int64_t, 2> step(Tensor& state, int64_t numel, rngx_dtype dt) {
   STD_TORCH_CHECK(state.defined() && state.scalar_type() == ScalarType::Long && state.dim() == 1 &&
                       state.size(0) == 2 && state.is_cpu() && state.is_contiguous(),
                   "rngx: state must be a Generator's: an int64 CPU tensor of shape (2,) = [seed, offset]");
-  auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
-  const std::array<int64_t, 2> key{s[0], s[1]};
-  const uint64_t blocks = (static_cast<uint64_t>(numel) * rngx_words_per_element(dt) + 3) / 4;
-  s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // unsigned: wraps modulo 2^64
-  return key;
+  return take_key(state, (static_cast<uint64_t>(numel) * rngx_words_per_element(dt) + 3) / 4, nullptr);
 }
 
 Tensor uniform_from_(Tensor state, Tensor like, double low, double high, std::optional<ScalarType> dtype) {
   check_input(like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = uniform_params(low, high, dt);
+  const OutType type = out_type("rngx.uniform", like, "like", dtype);
+  const rngx_params params = uniform_params("rngx.uniform", type, low, high);
   Tensor out = empty_like(like, dtype);
-  const std::array<int64_t, 2> key = step(state, out.numel(), dt);
+  const std::array<int64_t, 2> key = step(state, out.numel(), type.dt);
   const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
-  const rngx_job job = make_job(keys, dt, out, nullptr);
+  const rngx_job job = make_job(keys, type.dt, out, nullptr);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
   return out;
 }
 
 Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
   check_input(x);
-  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  const rngx_params params = noise_params(half, dt);
+  const OutType type = out_type("rngx.quantize_noise", x, "x", std::nullopt);
+  const rngx_params params = noise_params("rngx.quantize_noise", type, half);
   Tensor out = empty_like(x, std::nullopt);
-  const std::array<int64_t, 2> key = step(state, out.numel(), dt);
+  const std::array<int64_t, 2> key = step(state, out.numel(), type.dt);
   const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
-  const rngx_job job = make_job(keys, dt, out, &x);
+  const rngx_job job = make_job(keys, type.dt, out, &x);
   run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
   return out;
-}
-
-Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(x);
-  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  const rngx_params params = dropout_params(p);
-  return fill(empty_like(x, std::nullopt), state, dt, &x, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_dropout(job, &params, begin, end); });
-}
-
-Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
-              GlobalArg global_shape, GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = normal_params(mean, std, dt);
-  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_normal(job, &params, begin, end); });
-}
-
-Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
-                        std::optional<ScalarType> dtype, GlobalArg global_shape, GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = truncnorm_params(mean, std, a, b, dt);
-  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_truncnorm(job, &params, begin, end); });
-}
-
-Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(like, "like");
-  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
-  STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
-  const rngx_params params = rngx_dropout_params(p);
-  return fill(empty_like(like, std::nullopt), state, dt, nullptr, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli(job, &params, begin, end); });
 }
 
 // p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value
@@ -194,26 +147,6 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
   const rngx_params params{};
   return fill(empty_like(like, std::nullopt), state, dt, &p, global_shape, global_start,
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli(job, &params, begin, end); });
-}
-
-Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
-               GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(like, "like");
-  const rngx_dtype dt = randint_dtype(dtype);
-  const rngx_params params = randint_params(low, high, dtype);
-  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_randint(job, &params, begin, end); });
-}
-
-Tensor exponential(Tensor like, Tensor state, double rate, std::optional<ScalarType> dtype, GlobalArg global_shape,
-                   GlobalArg global_start) {
-  check_cpu_state(state);
-  check_input(like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = exponential_params(rate);
-  return fill(empty_like(like, dtype), state, dt, nullptr, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_exponential(job, &params, begin, end); });
 }
 
 // Every weight finite and >= 0, and at least `need` of each row's positive: torch.multinomial's value checks,
@@ -269,19 +202,9 @@ Tensor fold_in(Tensor state, Tensor data) {
 }  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
-  m.impl("bits", TORCH_BOX(&bits));
-  m.impl("uniform", TORCH_BOX(&uniform));
-  m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
-  m.impl("dropout", TORCH_BOX(&dropout));
-  m.impl("normal", TORCH_BOX(&normal));
-  m.impl("truncated_normal", TORCH_BOX(&truncated_normal));
-  m.impl("bernoulli", TORCH_BOX(&bernoulli));
-  m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
-  m.impl("randint", TORCH_BOX(&randint));
-  m.impl("exponential", TORCH_BOX(&exponential));
-  m.impl("race", TORCH_BOX(&race));
-  m.impl("split", TORCH_BOX(&split));
-  m.impl("fold_in", TORCH_BOX(&fold_in));
-  m.impl("uniform_from_", TORCH_BOX(&uniform_from_));
-  m.impl("quantize_noise_from_", TORCH_BOX(&quantize_noise_from_));
+#define RNGX_IMPL(name, ...) m.impl(#name, TORCH_BOX(&name));
+  RNGX_SAMPLERS(RNGX_IMPL)
+  RNGX_DEVICE_OPS(RNGX_IMPL)
+  RNGX_CPU_OPS(RNGX_IMPL)
+#undef RNGX_IMPL
 }

@@ -1,5 +1,6 @@
-// CUDA implementations of the rngx ops: the CPU glue's checks and allocation (glue.h), then the launchers in
-// csrc/kernels/ops_cuda.cu, on torch's current stream of x's device. setup.py compiles this file only for the
+// CUDA kernels of the rngx ops: the CPU glue's checks and allocation (glue.h), then the launchers in
+// csrc/kernels/ops_cuda.cu, on torch's current stream of x's device. The samplers' kernels come from their rows
+// in the op table (op_table.h); the other ops are written out below. setup.py compiles this file only for the
 // CUDA build, with -DUSE_CUDA (which the CUDA parts of the stable ABI need).
 #include <torch/csrc/stable/accelerator.h>
 
@@ -83,57 +84,20 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
   return out;
 }
 
-Tensor uniform(Tensor like, Tensor state, double low, double high, std::optional<ScalarType> dtype,
-               GlobalArg global_shape, GlobalArg global_start) {
-  check_cuda_state(state, like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = uniform_params(low, high, dt);
-  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.uniform",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_uniform(job, stream, &params); });
-}
-
-Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shape, GlobalArg global_start) {
-  check_cuda_state(state, x, "x");
-  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  const rngx_params params = noise_params(half, dt);
-  return sample_on(x, std::nullopt, state, dt, &x, global_shape, global_start, "rngx.quantize_noise",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_quantize_noise(job, stream, &params); });
-}
-
-Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
-  check_cuda_state(state, x, "x");
-  const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
-  const rngx_params params = dropout_params(p);
-  return sample_on(x, std::nullopt, state, dt, &x, global_shape, global_start, "rngx.dropout",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_dropout(job, stream, &params); });
-}
-
-Tensor normal(Tensor like, Tensor state, double mean, double std, std::optional<ScalarType> dtype,
-              GlobalArg global_shape, GlobalArg global_start) {
-  check_cuda_state(state, like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = normal_params(mean, std, dt);
-  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.normal",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_normal(job, stream, &params); });
-}
-
-Tensor truncated_normal(Tensor like, Tensor state, double mean, double std, double a, double b,
-                        std::optional<ScalarType> dtype, GlobalArg global_shape, GlobalArg global_start) {
-  check_cuda_state(state, like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = truncnorm_params(mean, std, a, b, dt);
-  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.truncated_normal",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_truncnorm(job, stream, &params); });
-}
-
-Tensor bernoulli(Tensor like, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
-  check_cuda_state(state, like, "like");
-  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
-  STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
-  const rngx_params params = rngx_dropout_params(p);
-  return sample_on(like, std::nullopt, state, dt, nullptr, global_shape, global_start, "rngx.bernoulli",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli(job, stream, &params); });
-}
+// A sampler's CUDA kernel from its row (op_table.h).
+#define RNGX_CUDA_SAMPLER(name, first, out_kind, kernel, derive, params, args, schema)                           \
+  Tensor name(Tensor first, Tensor state, RNGX_ARGS params, RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape,  \
+              GlobalArg global_start) {                                                                           \
+    check_cuda_state(state, first, #first);                                                                       \
+    const OutType out = out_type("rngx." #name, first, #first, RNGX_DTYPE_ARG_##out_kind);                        \
+    const rngx_params derived = derive("rngx." #name, out, RNGX_ARGS args);                                      \
+    return sample_on(first, out.alloc, state, out.dt, RNGX_INPUT_##first, global_shape, global_start,             \
+                     "rngx." #name, [&](const rngx_job* job, void* stream) {                                      \
+                       return rngx_cuda_##kernel(job, stream, &derived);                                          \
+                     });                                                                                          \
+  }
+RNGX_SAMPLERS(RNGX_CUDA_SAMPLER)
+#undef RNGX_CUDA_SAMPLER
 
 // A tensor p's values are not read on the host here (that would synchronize): u < p decides, so p <= 0 gives 0
 // and p >= 1 gives 1 (docs/cuda.md).
@@ -144,24 +108,6 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
   const rngx_params params{};
   return sample_on(like, std::nullopt, state, dt, &p, global_shape, global_start, "rngx.bernoulli",
                    [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli(job, stream, &params); });
-}
-
-Tensor randint(Tensor like, Tensor state, int64_t low, int64_t high, ScalarType dtype, GlobalArg global_shape,
-               GlobalArg global_start) {
-  check_cuda_state(state, like, "like");
-  const rngx_dtype dt = randint_dtype(dtype);
-  const rngx_params params = randint_params(low, high, dtype);
-  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.randint",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_randint(job, stream, &params); });
-}
-
-Tensor exponential(Tensor like, Tensor state, double rate, std::optional<ScalarType> dtype, GlobalArg global_shape,
-                   GlobalArg global_start) {
-  check_cuda_state(state, like, "like");
-  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
-  const rngx_params params = exponential_params(rate);
-  return sample_on(like, dtype, state, dt, nullptr, global_shape, global_start, "rngx.exponential",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_exponential(job, stream, &params); });
 }
 
 // The weights' values are not read on the host here (that would synchronize): a zero, negative or NaN weight
@@ -209,17 +155,8 @@ Tensor fold_in(Tensor state, Tensor data) {
 }  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CUDA, m) {
-  m.impl("bits", TORCH_BOX(&bits));
-  m.impl("uniform", TORCH_BOX(&uniform));
-  m.impl("quantize_noise", TORCH_BOX(&quantize_noise));
-  m.impl("dropout", TORCH_BOX(&dropout));
-  m.impl("normal", TORCH_BOX(&normal));
-  m.impl("truncated_normal", TORCH_BOX(&truncated_normal));
-  m.impl("bernoulli", TORCH_BOX(&bernoulli));
-  m.impl("bernoulli_tensor", TORCH_BOX(&bernoulli_tensor));
-  m.impl("randint", TORCH_BOX(&randint));
-  m.impl("exponential", TORCH_BOX(&exponential));
-  m.impl("race", TORCH_BOX(&race));
-  m.impl("split", TORCH_BOX(&split));
-  m.impl("fold_in", TORCH_BOX(&fold_in));
+#define RNGX_IMPL(name, ...) m.impl(#name, TORCH_BOX(&name));
+  RNGX_SAMPLERS(RNGX_IMPL)
+  RNGX_DEVICE_OPS(RNGX_IMPL)
+#undef RNGX_IMPL
 }

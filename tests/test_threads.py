@@ -130,3 +130,27 @@ def test_shared_generator_gives_every_eager_call_its_own_blocks(busy_switching, 
     want = sorted(F.uniform(x, torch.tensor([77, k * 250], dtype=torch.int64)).numpy().tobytes() for k in range(total))
     assert len(set(got)) == total, "two calls drew the same blocks"
     assert got == want, "calls drew blocks outside the ranges the offsets handed out"
+
+
+def test_take_and_fused_steps_share_one_lock(busy_switching):
+    """The C++ steps of a state, called directly (no Python lock): take_ and the fused uniform_from_ and
+    quantize_noise_from_ move one state under one lock, so no step is lost and no key is handed out twice."""
+    calls, ops = 2000, torch.ops.rngx
+    state = torch.tensor([5, 0], dtype=torch.int64)
+    x = torch.empty(8)  # 8 float32 elements: 2 blocks per fused call
+
+    def taker():
+        return [int(ops.take_(state, 3)[1]) for _ in range(calls)]
+
+    def uniform():
+        for _ in range(calls):
+            ops.uniform_from_(state, x, 0.0, 1.0, None)
+
+    def noise():
+        for _ in range(calls):
+            ops.quantize_noise_from_(state, x, 0.5)
+
+    taken = run_concurrently([taker, taker, uniform, noise])
+    offsets = taken[0] + taken[1]
+    assert int(state[1]) == calls * (3 + 3 + 2 + 2), "a step was lost"
+    assert len(set(offsets)) == len(offsets), "take_ handed out one key twice"

@@ -1,4 +1,4 @@
-/* Branch-free forms of convert.h's float16/bfloat16 conversions for the ops' loops (ops.c): whole-range
+/* Branch-free forms of convert.h's float16/bfloat16 conversions for the ops' loops (loops.c): whole-range
  * integer ops and selects, so that gcc vectorizes a loop of them (AVX2, AVX-512 under target_clones). They
  * give the bits of the convert.h functions for every input (tests/c/test_convert.c checks); convert.h stays
  * the definition. float32 arithmetic is never inside a select (gcc would not vectorize that): both sides are

@@ -176,7 +176,7 @@ RNGX_FN double rngx_ndtri(double p) {
   return q < 0 ? -v : v;
 }
 
-/* The truncated normal's numbers, from rngx_truncnorm_params (ops.c): sample Phi^-1(pa + u * pw) in the standard
+/* The truncated normal's numbers, from rngx_truncnorm_params (params.c): sample Phi^-1(pa + u * pw) in the standard
  * space, negated when `flip`, then mean + std * z clamped to [a, b]. */
 typedef struct {
   double pa, pw, mean, std, a, b;

@@ -35,15 +35,15 @@ RNGX_FN void rngx_element_words(uint64_t seed, uint64_t offset, uint64_t j, int 
   for (int i = 0; i < k; ++i) w[i] = r.v[(t & 3u) + (uint64_t)i];
 }
 
-/* uniform: lo + u * width in float32, then rounded to the dtype (float16 and bfloat16 as bit patterns). */
-RNGX_FN float rngx_uniform_f32(uint32_t w, float lo, float width) {
-  return RNGX_FADD(lo, RNGX_FMUL(rngx_u24(w), width));
-}
+/* uniform: lo + u * width in float32, u the dtype's (rngx_u24, u11 or u8), then rounded to the dtype (float16
+ * and bfloat16 as bit patterns). */
+RNGX_FN float rngx_uniform_value(float u, float lo, float width) { return RNGX_FADD(lo, RNGX_FMUL(u, width)); }
+RNGX_FN float rngx_uniform_f32(uint32_t w, float lo, float width) { return rngx_uniform_value(rngx_u24(w), lo, width); }
 RNGX_FN uint16_t rngx_uniform_f16(uint32_t w, float lo, float width) {
-  return rngx_f32_to_f16(RNGX_FADD(lo, RNGX_FMUL(rngx_u11(w), width)));
+  return rngx_f32_to_f16(rngx_uniform_value(rngx_u11(w), lo, width));
 }
 RNGX_FN uint16_t rngx_uniform_bf16(uint32_t w, float lo, float width) {
-  return rngx_f32_to_bf16(RNGX_FADD(lo, RNGX_FMUL(rngx_u8(w), width)));
+  return rngx_f32_to_bf16(rngx_uniform_value(rngx_u8(w), lo, width));
 }
 RNGX_FN double rngx_uniform_f64(uint32_t w0, uint32_t w1, double low, double width) {
   return RNGX_DADD(low, RNGX_DMUL(rngx_u53(w0, w1), width));
@@ -70,13 +70,30 @@ RNGX_FN double rngx_dropout_f64(double x, uint32_t w0, uint32_t w1, uint64_t kee
 
 /* normal: element j is pair j / 2's cosine output (j even) or its sine output (j odd), z * std + mean. w holds the
  * pair's words: rngx_element_words(seed, offset, j / 2, 2, w), four for float64; fl32(z) for the float32 family. */
+RNGX_FN float rngx_normal_scale_f32(double z, float mean, float std) {
+  return RNGX_FADD(RNGX_FMUL((float)z, std), mean);
+}
+RNGX_FN double rngx_normal_scale_f64(double z, double mean, double std) { return RNGX_DADD(RNGX_DMUL(z, std), mean); }
 RNGX_FN float rngx_normal_f32(uint32_t w0, uint32_t w1, int odd, float mean, float std) {
   const rngx_pair z = rngx_normal32(w0, w1);
-  return RNGX_FADD(RNGX_FMUL((float)(odd ? z.s : z.c), std), mean);
+  return rngx_normal_scale_f32(odd ? z.s : z.c, mean, std);
 }
 RNGX_FN double rngx_normal_f64(const uint32_t *w, int odd, double mean, double std) {
   const rngx_pair z = rngx_normal64(w);
-  return RNGX_DADD(RNGX_DMUL(odd ? z.s : z.c, std), mean);
+  return rngx_normal_scale_f64(odd ? z.s : z.c, mean, std);
+}
+
+/* truncated normal, <= 32-bit types: the value (rngx_truncnorm_value) rounded to the dtype, then clamped to
+ * [lo, hi], the dtype's values nearest inside [a, b]. */
+RNGX_FN float rngx_clamp_f32(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* exponential: E / rate in double, rounded to the dtype; a value that rounds to 0 becomes the dtype's smallest
+ * positive value and one that overflows its largest finite value, so every value is positive and finite.
+ * float16 and bfloat16 as bit patterns, `inf` the type's infinity (0x7C00, 0x7F80). */
+RNGX_FN float rngx_exp_clamp_f32(float v) { return v == 0.0f ? 0x1p-149f : v > 0x1.fffffep127f ? 0x1.fffffep127f : v; }
+RNGX_FN uint16_t rngx_exp_clamp_16(uint16_t h, uint16_t inf) { return h == 0 ? 1 : h == inf ? (uint16_t)(inf - 1) : h; }
+RNGX_FN double rngx_exp_clamp_f64(double v) {
+  return v == 0.0 ? 0x1p-1074 : v > 0x1.fffffffffffffp+1023 ? 0x1.fffffffffffffp+1023 : v;
 }
 
 #endif

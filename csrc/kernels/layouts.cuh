@@ -13,8 +13,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "keys.h"
 #include "ops.h"
-#include "philox.h"
 
 namespace rngx {
 
@@ -37,18 +37,12 @@ struct Keys {
   int64_t event;
   int64_t sizes[RNGX_MAX_DIMS], strides[RNGX_MAX_DIMS];  // strides: the key's (d < key_dims), else positions'
 
-  // The key of segment q and its first element's stream position (ops.c: rngx_key_of_segment). (seed0,
-  // offset0): the job's key when it has one, read once per thread.
+  // The key of segment q and its first element's stream position (keys.h). (seed0, offset0): the job's key when
+  // it has one, read once per thread.
   __device__ __forceinline__ void segment(int64_t q, uint64_t seed0, uint64_t offset0, uint64_t &s, uint64_t &o,
                                           uint64_t &pos) const {
-    int64_t at = 0;
-    pos = first;
-    for (int d = seg_dims - 1; d >= 0; --d) {
-      const int64_t r = q / sizes[d], digit = q - r * sizes[d];
-      if (d < key_dims) at += digit * strides[d];
-      else pos += (uint64_t)digit * (uint64_t)strides[d];
-      q = r;
-    }
+    int64_t at;
+    rngx_segment(q, seg_dims, key_dims, sizes, strides, strides, first, &at, &pos);
     s = key_dims == 0 ? seed0 : (uint64_t)pairs[at];
     o = key_dims == 0 ? offset0 : (uint64_t)pairs[at + 1];
   }

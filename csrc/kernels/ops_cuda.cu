@@ -1,32 +1,37 @@
-// CUDA versions of the ops in ops.c: the same stream (philox.h), conversions (convert.h) and float math, so
-// every element equals the CPU's bit for bit. Multiplies and adds go through __fmul_rn/__fadd_rn (and the
-// double versions), which the compiler never fuses into an FMA; the CPU side builds with -ffp-contract=off.
+// CUDA versions of the ops in loops.c: the same stream (philox.h), conversions (convert.h) and element math
+// (elements.h, dists.h), so every element equals the CPU's bit for bit. Multiplies and adds go through
+// __fmul_rn/__fadd_rn (and the double versions), which the compiler never fuses into an FMA; the CPU side builds
+// with -ffp-contract=off. Each functor below only picks the storage format and the shared function.
 
 #include "convert.h"
+#include "elements.h"
 #include "ops_cuda.h"
 #include "layouts.cuh"
 
 namespace rngx {
 
-// Storage formats of the float types: how an element is read as float32, written back, and the uniform's
-// significand width (docs/stream.md).
+// Storage formats of the float types: how an element is read as float32, written back, the uniform's
+// significand width (docs/stream.md), and exponential's clamp inside the positive finite values (elements.h).
 struct F32 {
   using T = float;
   static __device__ __forceinline__ float load(float v) { return v; }
   static __device__ __forceinline__ float store(float v) { return v; }
   static __device__ __forceinline__ float u(uint32_t w) { return rngx_u24(w); }
+  static __device__ __forceinline__ float exp_clamp(float v) { return rngx_exp_clamp_f32(v); }
 };
 struct F16 {
   using T = uint16_t;
   static __device__ __forceinline__ float load(uint16_t v) { return rngx_f16_to_f32(v); }
   static __device__ __forceinline__ uint16_t store(float v) { return rngx_f32_to_f16(v); }
   static __device__ __forceinline__ float u(uint32_t w) { return rngx_u11(w); }
+  static __device__ __forceinline__ uint16_t exp_clamp(uint16_t h) { return rngx_exp_clamp_16(h, 0x7C00u); }
 };
 struct BF16 {
   using T = uint16_t;
   static __device__ __forceinline__ float load(uint16_t v) { return rngx_bf16_to_f32(v); }
   static __device__ __forceinline__ uint16_t store(float v) { return rngx_f32_to_bf16(v); }
   static __device__ __forceinline__ float u(uint32_t w) { return rngx_u8(w); }
+  static __device__ __forceinline__ uint16_t exp_clamp(uint16_t h) { return rngx_exp_clamp_16(h, 0x7F80u); }
 };
 
 // bits: the low bits of one word, or two words first-word-high
@@ -44,23 +49,17 @@ struct Bits64 {
   __device__ T operator()(T, const uint32_t *w) const { return (uint64_t)w[0] << 32 | w[1]; }
 };
 
-// split / fold_in: child d of key (s, o) is block(s, o + d) packed as two 64-bit words (ops.c: child_key).
-__device__ __forceinline__ void child_key(const int64_t *key, uint64_t d, int64_t *out) {
-  const rngx_ctr r = rngx_block((uint64_t)key[0], (uint64_t)key[1] + d);
-  out[0] = (int64_t)((uint64_t)r.v[1] << 32 | r.v[0]);
-  out[1] = (int64_t)((uint64_t)r.v[3] << 32 | r.v[2]);
-}
-
+// split / fold_in: one child key (keys.h) per thread
 __global__ void split_kernel(const int64_t *keys, int64_t n, int64_t num, int64_t *out) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n * num; t += step)
-    child_key(keys + 2 * (t % n), (uint64_t)(t / n), out + 2 * t);
+    rngx_child_key(keys + 2 * (t % n), (uint64_t)(t / n), out + 2 * t);
 }
 
 __global__ void fold_in_kernel(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < n; b += step)
-    child_key(keys + 2 * b, (uint64_t)data[b * data_stride], out + 2 * b);
+    rngx_child_key(keys + 2 * b, (uint64_t)data[b * data_stride], out + 2 * b);
 }
 
 // low + u * (high - low)
@@ -70,14 +69,14 @@ struct Uniform {
   static constexpr int K = 1;
   static constexpr bool kReads = false;
   float lo, width;
-  __device__ T operator()(T, const uint32_t *w) const { return F::store(__fadd_rn(lo, __fmul_rn(F::u(w[0]), width))); }
+  __device__ T operator()(T, const uint32_t *w) const { return F::store(rngx_uniform_value(F::u(w[0]), lo, width)); }
 };
 struct UniformF64 {
   using T = double;
   static constexpr int K = 2;
   static constexpr bool kReads = false;
   double lo, width;
-  __device__ T operator()(T, const uint32_t *w) const { return __dadd_rn(lo, __dmul_rn(rngx_u53(w[0], w[1]), width)); }
+  __device__ T operator()(T, const uint32_t *w) const { return rngx_uniform_f64(w[0], w[1], lo, width); }
 };
 
 // x + (-half + u * 2 half), with the 24-bit u for every type up to 32 bits
@@ -88,7 +87,7 @@ struct Noise {
   static constexpr bool kReads = true;
   float lo, width;
   __device__ T operator()(T x, const uint32_t *w) const {
-    return F::store(__fadd_rn(F::load(x), __fadd_rn(lo, __fmul_rn(rngx_u24(w[0]), width))));
+    return F::store(rngx_noise_f32(F::load(x), w[0], lo, width));
   }
 };
 struct NoiseF64 {
@@ -96,9 +95,7 @@ struct NoiseF64 {
   static constexpr int K = 2;
   static constexpr bool kReads = true;
   double lo, width;
-  __device__ T operator()(T x, const uint32_t *w) const {
-    return __dadd_rn(x, __dadd_rn(lo, __dmul_rn(rngx_u53(w[0], w[1]), width)));
-  }
+  __device__ T operator()(T x, const uint32_t *w) const { return rngx_noise_f64(x, w[0], w[1], lo, width); }
 };
 
 // keep iff the integer behind u is >= keep_from = ceil(p * 2^bits), i.e. iff u >= p exactly
@@ -110,7 +107,7 @@ struct Dropout {
   uint32_t keep_from;
   float scale;
   __device__ T operator()(T x, const uint32_t *w) const {
-    return F::store((w[0] & RNGX_U24_MASK) >= keep_from ? __fmul_rn(F::load(x), scale) : 0.0f);
+    return F::store(rngx_dropout_f32(F::load(x), w[0], keep_from, scale));
   }
 };
 struct DropoutF64 {
@@ -119,9 +116,7 @@ struct DropoutF64 {
   static constexpr bool kReads = true;
   uint64_t keep_from;
   double scale;
-  __device__ T operator()(T x, const uint32_t *w) const {
-    return rngx_m53(w[0], w[1]) >= keep_from ? __dmul_rn(x, scale) : 0.0;
-  }
+  __device__ T operator()(T x, const uint32_t *w) const { return rngx_dropout_f64(x, w[0], w[1], keep_from, scale); }
 };
 
 // normal: one Box-Muller step in double (dists.h: plain IEEE operations, never fused under --fmad=false) per pair
@@ -134,7 +129,7 @@ struct Normal {
   static constexpr bool kReads = false;
   static constexpr bool kPaired = true;
   float mean, std;
-  __device__ T value(double z) const { return F::store(__fadd_rn(__fmul_rn(__double2float_rn(z), std), mean)); }
+  __device__ T value(double z) const { return F::store(rngx_normal_scale_f32(z, mean, std)); }
   __device__ void pair(const uint32_t *w, T &c, T &s) const {
     const rngx_pair z = rngx_normal32(w[0], w[1]);
     c = value(z.c);
@@ -149,8 +144,8 @@ struct NormalF64 {
   double mean, std;
   __device__ void pair(const uint32_t *w, T &c, T &s) const {
     const rngx_pair z = rngx_normal64(w);
-    c = __dadd_rn(__dmul_rn(z.c, std), mean);
-    s = __dadd_rn(__dmul_rn(z.s, std), mean);
+    c = rngx_normal_scale_f64(z.c, mean, std);
+    s = rngx_normal_scale_f64(z.s, mean, std);
   }
 };
 
@@ -165,7 +160,7 @@ struct TruncNormal {
   float lo, hi;
   __device__ T operator()(T, const uint32_t *w) const {
     const float v = F::load(F::store(__double2float_rn(rngx_truncnorm_value(rngx_m53(w[0], w[1]), &tn))));
-    return F::store(v < lo ? lo : v > hi ? hi : v);
+    return F::store(rngx_clamp_f32(v, lo, hi));
   }
 };
 struct TruncNormalF64 {
@@ -183,14 +178,14 @@ struct Bernoulli {
   static constexpr int K = 1;
   static constexpr bool kReads = false;
   uint32_t below;
-  __device__ T operator()(T, const uint32_t *w) const { return F::store((w[0] & RNGX_U24_MASK) < below ? 1.0f : 0.0f); }
+  __device__ T operator()(T, const uint32_t *w) const { return F::store(rngx_kept_f32(w[0], below) ? 0.0f : 1.0f); }
 };
 struct BernoulliF64 {
   using T = double;
   static constexpr int K = 2;
   static constexpr bool kReads = false;
   uint64_t below;
-  __device__ T operator()(T, const uint32_t *w) const { return rngx_m53(w[0], w[1]) < below ? 1.0 : 0.0; }
+  __device__ T operator()(T, const uint32_t *w) const { return rngx_kept_f64(w[0], w[1], below) ? 0.0 : 1.0; }
 };
 template <class F>
 struct BernoulliP {
@@ -207,7 +202,7 @@ struct BernoulliPF64 {
 };
 
 // randint: low + floor(range * x / 2^bits), modulo 2^64, in the type's low bits; two words for ranges up to 2^32
-// (L: the type the sum is formed in), four for int64 above (ops.c: rngx_randint_words)
+// (L: the type the sum is formed in), four for int64 above (params.c: rngx_randint_words)
 template <class U, class L = uint32_t>
 struct Randint {
   using T = U;
@@ -225,13 +220,7 @@ struct Randint64 {
   __device__ T operator()(T, const uint32_t *w) const { return low + rngx_randint64(range, w); }
 };
 
-// exponential: E / rate in double (dists.h), rounded to the type, then 0 and infinity moved inside the type's
-// positive finite values (ops.c: exp_clamp_*)
-__device__ __forceinline__ float exp_clamp(F32, float v) {
-  return v == 0.0f ? 0x1p-149f : v > 0x1.fffffep127f ? 0x1.fffffep127f : v;
-}
-__device__ __forceinline__ uint16_t exp_clamp(F16, uint16_t h) { return h == 0 ? 1 : h == 0x7C00u ? 0x7BFFu : h; }
-__device__ __forceinline__ uint16_t exp_clamp(BF16, uint16_t h) { return h == 0 ? 1 : h == 0x7F80u ? 0x7F7Fu : h; }
+// exponential: E / rate in double (dists.h), rounded to the type, then kept inside its positive finite values
 
 template <class F>
 struct Exponential {
@@ -240,7 +229,7 @@ struct Exponential {
   static constexpr bool kReads = false;
   double rate;
   __device__ T operator()(T, const uint32_t *w) const {
-    return exp_clamp(F{}, F::store(__double2float_rn(__ddiv_rn(rngx_exponential32(w[0]), rate))));
+    return F::exp_clamp(F::store(__double2float_rn(__ddiv_rn(rngx_exponential32(w[0]), rate))));
   }
 };
 struct ExponentialF64 {
@@ -249,8 +238,7 @@ struct ExponentialF64 {
   static constexpr bool kReads = false;
   double rate;
   __device__ T operator()(T, const uint32_t *w) const {
-    const double v = __ddiv_rn(rngx_exponential64(w[0], w[1]), rate);
-    return v == 0.0 ? 0x1p-1074 : v > 0x1.fffffffffffffp+1023 ? 0x1.fffffffffffffp+1023 : v;
+    return rngx_exp_clamp_f64(__ddiv_rn(rngx_exponential64(w[0], w[1]), rate));
   }
 };
 
@@ -268,7 +256,7 @@ struct Race {
 
 using namespace rngx;
 
-// The parameters come from ops.c's rngx_*_params, so the CUDA and C kernels read the same numbers.
+// The parameters come from params.c's rngx_*_params, so the CUDA and C kernels read the same numbers.
 
 extern "C" int rngx_cuda_bits(const rngx_job *job, void *stream) {
   switch (job->dtype) {

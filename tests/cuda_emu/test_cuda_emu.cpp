@@ -1,5 +1,5 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
-// must write exactly the C kernels' bytes (csrc/kernels/ops.c) for every op (normal, truncated normal, bernoulli
+// must write exactly the C kernels' bytes (csrc/kernels/loops.c) for every op (normal, truncated normal, bernoulli
 // with a scalar and a per-element p, randint, exponential and multinomial's race included), dtype (bits and randint at 8/16/32/64 bits
 // too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
 // memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
