@@ -119,10 +119,12 @@ mark_static_address: Callable[[torch.Tensor], None] = _resolve(torch, "_dynamo.m
 def traced_key_node(ctx: Any, name: str) -> Optional[Any]:
     """The fx node of the traced tensor local `name` of the function comptime was called from; None for a
     constant or a non-tensor."""
+    var = ctx.get_local(name)
     try:
-        return ctx.get_local(name).as_proxy().node
-    except Exception:  # comptime raises several kinds for a value with no graph node
+        proxy = var.as_proxy()
+    except NotImplementedError:  # a value dynamo does not put in the graph
         return None
+    return proxy.node if isinstance(proxy, torch.fx.Proxy) else None
 
 
 def traced_constant(ctx: Any, name: str) -> Any:
