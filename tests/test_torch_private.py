@@ -185,6 +185,13 @@ def test_own_buffer():
     m.register_buffer("state", torch.zeros(2))
     assert _torch.own_buffer(m, "state") is m.state
     assert _torch.own_buffer(m, "weight") is None and _torch.own_buffer(m, "missing") is None
+    with pytest.raises(ImportError, match=r"private nn\.Module\._buffers"):  # what a torch without it gives
+        _torch.own_buffer(object(), "state")
+
+
+def test_argument_names_without_a_schema_name_it():
+    with pytest.raises(ImportError, match=r"private OpOverload\._schema"):
+        _torch.argument_names(object())
 
 
 @pytest.fixture

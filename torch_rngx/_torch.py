@@ -2,8 +2,9 @@
 
 torch has no public API for what these do: skip autograd for one call, tell whether a torch.func transform or a
 backward pass is running, find the checkpoint region of a draw, order seed draws in compiled graphs, and so on.
-Each name is resolved when torch_rngx is imported. A missing one raises an ImportError naming the torch version,
-unless a fallback is written beside it; nothing is skipped silently. tests/test_torch_private.py checks that each
+Each name of a torch module is resolved when torch_rngx is imported, each attribute of an object (an op's schema,
+a module's buffers, a DTensor's spec) when it is used. A missing one raises an error naming the torch version, unless
+a fallback is written beside it; nothing is skipped silently. tests/test_torch_private.py checks that each
 one resolves and behaves as it is used, and that no other module of torch_rngx touches a private torch name.
 """
 from __future__ import annotations
@@ -107,7 +108,10 @@ def register_ordered_effect(lib: torch.library.Library, op: str) -> None:
 
 def argument_names(op: torch._ops.OpOverload) -> list[str]:
     """The names of an op overload's schema arguments, in order."""
-    return [a.name for a in op._schema.arguments]
+    try:
+        return [a.name for a in op._schema.arguments]
+    except AttributeError:
+        raise _missing("OpOverload._schema", "the argument names of an op, for the DTensor rules") from None
 
 
 # ---- torch.compile ----
@@ -187,7 +191,10 @@ MODULE_HOOKS = ("_get_name", "_load_from_state_dict")
 
 def own_buffer(module: torch.nn.Module, name: str) -> Optional[torch.Tensor]:
     """module's own buffer `name`, or None: one dict lookup, as a module's forward can afford."""
-    return module._buffers.get(name)
+    try:
+        return module._buffers.get(name)
+    except AttributeError:
+        raise _missing("nn.Module._buffers", "a module's own stream buffer") from None
 
 
 def shard_order(x: Any) -> tuple[Any, ...]:
