@@ -15,7 +15,7 @@ C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp test-key-reuse wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc
+	aoti-cpp test-key-reuse wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc lint
 
 all: build
 
@@ -60,6 +60,19 @@ pytest: $(SO)
 	$(PYTHON) -m pytest -q tests --ignore=tests/test_distributed.py
 
 test: ctest pytest
+
+# ruff check and mypy on torch_rngx/, configured in pyproject.toml; both pinned, installed into the venv on first use.
+# [tool.ruff.format] is configured, but `ruff format --check` is not run yet.
+RUFF_VERSION ?= 0.17.5
+MYPY_VERSION ?= 2.4.1
+
+$(VENV)/.lint-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)"
+	touch $@
+
+lint: $(VENV)/.lint-stamp
+	$(VENV)/bin/ruff check torch_rngx
+	$(VENV)/bin/mypy
 
 # The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the suite and the single-process
 # examples under RNGX_DEBUG_KEY_REUSE=raise (the demo with examples/entropy_bottleneck.py, the Triton kernel through
@@ -157,6 +170,7 @@ $(CUDA_VENV)/.compressai: $(CUDA_VENV)/.stamp
 interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.compressai
 	RNGX_REQUIRE_COMPRESSAI=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py \
 	  tests/test_compressai_mode.py
+	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_torch_private.py  # torch's private names on 2.14
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
 	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"
 

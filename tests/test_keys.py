@@ -247,6 +247,60 @@ def test_batched_any_layout(op, name):
         assert torch.equal(out, run_op(op, x.contiguous(), state)), B
 
 
+# Every public function that takes a key, on x (4, 3, 5) with a batched key (4, 3, 1, 2) or a plain key (2,).
+KEYED = {
+    "bits": lambda k: F.bits((4, 3, 5), k), "uniform": lambda k: F.uniform(X3, k),
+    "quantize_noise": lambda k: F.quantize_noise(X3, k), "dropout": lambda k: F.dropout(X3, k, 0.4),
+    "normal": lambda k: F.normal(X3, k), "truncated_normal": lambda k: F.truncated_normal(X3, k),
+    "bernoulli": lambda k: F.bernoulli(X3, k), "bernoulli_tensor": lambda k: F.bernoulli(X3, k, X3.sigmoid()),
+    "randint": lambda k: F.randint(X3, k, 0, 9), "exponential": lambda k: F.exponential(X3, k),
+    "feature_dropout": lambda k: F.feature_dropout(X3, k, 0.4),
+    "alpha_dropout": lambda k: F.alpha_dropout(X3, k, 0.4),
+    "feature_alpha_dropout": lambda k: F.feature_alpha_dropout(X3, k, 0.4),
+    "split": lambda k: F.split(k, 3), "fold_in": lambda k: F.fold_in(k, 7),
+    "randperm": lambda k: F.randperm(6, k[:, 0, 0]), "multinomial": lambda k: F.multinomial(torch.ones(4, 6), k[:, 0, 0], 2),
+}
+X3 = torch.randn(4, 3, 5, generator=torch.Generator().manual_seed(6))
+
+
+def strided_keys():
+    """Batched keys (4, 3, 1, 2) that are not contiguous, as torch.func._random accepts them."""
+    base = F.split(F.key(11), 24)
+    return {"expanded": F.split(F.key(11), 3).view(1, 3, 1, 2).expand(4, 3, 1, 2),
+            "transposed": base[:12].view(3, 4, 1, 2).transpose(0, 1), "sliced": base.view(4, 6, 1, 2)[:, ::2],
+            "key_column": F.split(F.key(11), 24).view(4, 3, 1, 2, 2)[..., 1]}
+
+
+@pytest.mark.parametrize("layout", ["expanded", "transposed", "sliced", "key_column"])
+@pytest.mark.parametrize("name", KEYED)
+@REUSES_KEYS
+def test_keys_of_any_strides_give_their_contiguous_copys_values(name, layout):
+    key = strided_keys()[layout]
+    assert not key.is_contiguous()
+    assert torch.equal(KEYED[name](key), KEYED[name](key.contiguous()))
+
+
+def test_device_view_reads_keys_at_their_strides():
+    from torch_rngx.params import view
+
+    key = strided_keys()["expanded"]
+    assert torch.equal(view((4, 3, 5), key)[:, 3], torch.tensor([0, 2, 0]))  # key strides in int64 elements
+    assert torch.equal(view((4, 3, 5), key.contiguous())[:, 3], torch.tensor([6, 2, 0]))
+    with pytest.raises(ValueError, match="pairs must be adjacent"):
+        view((4, 3, 5), strided_keys()["key_column"])
+
+
+@REUSES_KEYS
+def test_strided_keys_compiled_and_through_backward():
+    key = strided_keys()["expanded"]
+    x = X3.clone().requires_grad_()
+    F.dropout(x, key, 0.4).sum().backward()
+    assert torch.equal(x.grad, F.dropout(torch.ones_like(X3), key.contiguous(), 0.4))
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, k: F.dropout(x, k, 0.4) + F.uniform(x, F.fold_in(k, 1)), fullgraph=True)
+    assert torch.equal(compiled(X3, key), F.dropout(X3, key.contiguous(), 0.4) + F.uniform(X3, F.fold_in(key.contiguous(), 1)))
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_batched_dropout_backward_recomputes_each_keys_mask(dtype):
     state = keys((4, 1, 1, 1))

@@ -148,8 +148,10 @@ def test_compiled_checkpointing_with_rngx_context_is_exact(stream, mechanism):
 @pytest.mark.parametrize("stream", ["gen", "rng", "seed"])
 def test_compiled_recomputation_of_a_draw_raises(stream):
     """Plain checkpoint under compile: the partitioner recomputes the draw in backward, from the state the
-    forward already advanced. That draw refuses to run rather than give other gradients."""
-    with pytest.raises(RuntimeError, match="cannot be replayed"):
+    forward already advanced. That draw refuses to run rather than give other gradients, and names the recipe
+    that is exact there."""
+    with pytest.raises(RuntimeError, match=r"cannot be replayed.*under torch\.compile, checkpoint\(\.\.\., "
+                                           r"use_reentrant=False, context_fn=torch_rngx\.checkpoint_context\)"):
         _train_step(stream, "non_reentrant", compiled=True)
 
 

@@ -3,19 +3,34 @@ the same values eager, compiled and exported, in any memory layout."""
 import os
 
 from . import debug, functional, nn, testing  # noqa: F401
-from ._ops import ops  # noqa: F401
 from ._mode import UncoveredRandomWarning, mode
+from ._ops import ops  # noqa: F401
 from ._replay import checkpoint_context
 from .functional import blocks_used
 from .generator import Generator
-from .random import (alpha_dropout, bernoulli_like, dropout, dropout1d, dropout2d, dropout3d, exponential_like,
-                     feature_alpha_dropout, multinomial, normal_like, quantize, rand_like, randint_like, randn_like,
-                     randperm, uniform_like)
+from .random import (
+    alpha_dropout,
+    bernoulli_like,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    exponential_like,
+    feature_alpha_dropout,
+    multinomial,
+    normal_like,
+    quantize,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+    uniform_like,
+)
 
-__all__ = ["Generator", "UncoveredRandomWarning", "alpha_dropout", "bernoulli_like", "blocks_used", "checkpoint_context",
-           "debug", "dropout", "dropout1d", "dropout2d", "dropout3d", "exponential_like", "feature_alpha_dropout",
-           "functional", "include_dir", "mode", "multinomial", "nn", "normal_like", "quantize", "rand_like",
-           "randint_like", "randn_like", "randperm", "testing", "uniform_like"]
+__all__ = ["Generator", "UncoveredRandomWarning", "alpha_dropout", "bernoulli_like", "blocks_used",
+           "checkpoint_context", "debug", "dropout", "dropout1d", "dropout2d", "dropout3d", "exponential_like",
+           "feature_alpha_dropout", "functional", "include_dir", "mode", "multinomial", "nn", "normal_like", "quantize",
+           "rand_like", "randint_like", "randn_like", "randperm", "testing", "uniform_like"]
 __version__ = "0.3.0"
 
 

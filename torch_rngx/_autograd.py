@@ -17,11 +17,14 @@ registered autograd formulas (_ops.py): torch.compile does not trace a custom jv
 autograd.Function costs several op calls' worth of time.
 """
 import math
+from typing import Any, Callable, Optional
 
 import torch
 
 from . import _ops, _replay, _reuse, functional
 from ._ops import ops
+from ._torch import AutoDispatchBelowAutograd, peek_interpreter_stack
+
 
 def _rows(info, x_dim, x):
     """x with its vmapped dim first (expanded when x itself is not batched)."""
@@ -70,7 +73,7 @@ def _range(kind, params):
 
 def plain_tensors():
     """Not inside a torch.func transform."""
-    return torch._C._functorch.peek_interpreter_stack() is None
+    return peek_interpreter_stack() is None
 
 
 def _draw(owner, numel, dtype, kind=None, params=()):
@@ -107,13 +110,13 @@ def _functions(kind, kernel):
         (key,) = ctx.saved_tensors
         if torch.is_grad_enabled():  # a double backward differentiates this too
             return function.apply(t, key, *ctx.params)
-        with torch._C._AutoDispatchBelowAutograd():
+        with AutoDispatchBelowAutograd():
             return kernel(t, key, *ctx.params)
 
     class Sample(torch.autograd.Function):
         @staticmethod
         def forward(x, key, *params):
-            with torch._C._AutoDispatchBelowAutograd():  # the Function is the autograd node
+            with AutoDispatchBelowAutograd():  # the Function is the autograd node
                 return kernel(x, key, *params)
 
         @staticmethod
@@ -147,7 +150,7 @@ def _functions(kind, kernel):
             key = _draw(owner, _numel(x, params), dtype, kind, params)
             if _reuse.active is not None and owner is not None:
                 _record_taken(kind, key, _numel(x, params), dtype, params)
-            with torch._C._AutoDispatchBelowAutograd():
+            with AutoDispatchBelowAutograd():
                 return kernel(x, key, *params), key
 
         @staticmethod
@@ -192,7 +195,7 @@ def _functions(kind, kernel):
         def forward(ctx, x, key, *params):
             ctx.params = params
             ctx.save_for_backward(key)
-            with torch._C._AutoDispatchBelowAutograd():
+            with AutoDispatchBelowAutograd():
                 return kernel(x, key, *params)
 
         @staticmethod
@@ -216,7 +219,7 @@ for _kind, _kernel in _KERNELS.items():
 
 
 # Set by torch_rngx.distributed: (kernel, x, key, params) -> the op on a DTensor x, traced as this rank's block.
-compiled_dtensor = None
+compiled_dtensor: Optional[Callable[..., Any]] = None
 
 
 def _compiled(kind, x, key, params):
@@ -226,12 +229,14 @@ def _compiled(kind, x, key, params):
 
 
 def sample(kind, x, key, *params):
+    # Keys of any strides give their contiguous copy's values; the key-reuse checker sees the caller's key.
     if torch.compiler.is_compiling():
         _reuse.traced(key, kind)
-        return _compiled(kind, x, key, params)
+        return _compiled(kind, x, key.contiguous(), params)
     if _reuse.active is not None:
         _record(kind, x, key, params)
-    if torch._C._functorch.peek_interpreter_stack() is not None:  # inside a torch.func transform
+    key = key.contiguous()
+    if peek_interpreter_stack() is not None:  # inside a torch.func transform
         return SAMPLE[kind].apply(x, key, *params)
     return _eager(kind, x, key, params)
 
@@ -243,7 +248,7 @@ FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock throu
 def draw(kind, x, owner, dtype, *params):
     if torch.compiler.is_compiling():
         return _compiled(kind, x, _draw(owner, _numel(x, params), dtype, kind, params), params)
-    if torch._C._functorch.peek_interpreter_stack() is not None:
+    if peek_interpreter_stack() is not None:
         return DRAW[kind].apply(x, owner, dtype, *params)[0]
     if _reuse.active is not None and owner is not None:  # the fused step would advance before we read the key
         key = _eager_key(owner, _numel(x, params), dtype, kind, params)
@@ -252,7 +257,7 @@ def draw(kind, x, owner, dtype, *params):
     if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
             and x.numel() <= FUSED_MAX and (kind == "uniform" or not (x.requires_grad and torch.is_grad_enabled()))
             and _replay.plain_eager()):
-        with _ops.take_lock, torch._C._AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
+        with _ops.take_lock, AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
             return _FUSED[kind](owner, x, *params[:-2])
     return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind, params), params)
 
@@ -262,7 +267,7 @@ def key_for(x, owner, numel, dtype):
     (channel and alpha dropout); under torch.func.vmap it follows the randomness flag (KeyDraw.vmap)."""
     if torch.compiler.is_compiling():
         return _draw(owner, numel, dtype)
-    if torch._C._functorch.peek_interpreter_stack() is not None:
+    if peek_interpreter_stack() is not None:
         return KeyDraw.apply(x, owner, numel, dtype)
     return _eager_key(owner, numel, dtype)
 
@@ -307,7 +312,7 @@ class KeyDraw(torch.autograd.Function):
 def plain_eager_grad(x):
     """Plain eager code (not compiled, not inside a torch.func transform) where a gradient can flow to x."""
     return (x.requires_grad and torch.is_grad_enabled() and not torch.compiler.is_compiling()
-            and torch._C._functorch.peek_interpreter_stack() is None)
+            and peek_interpreter_stack() is None)
 
 
 class ChannelDropout(torch.autograd.Function):
@@ -333,5 +338,5 @@ def _eager(kind, x, key, params):
     through its registered formula (about half an op call on a small tensor)."""
     if kind not in SAMPLERS and x.requires_grad and torch.is_grad_enabled():
         return EAGER[kind].apply(x, key, *params)
-    with torch._C._AutoDispatchBelowAutograd():
+    with AutoDispatchBelowAutograd():
         return _KERNELS[kind](x, key, *params)

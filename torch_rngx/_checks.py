@@ -1,10 +1,14 @@
 """Argument checks shared by the public functions and the fake kernels: each error names its argument."""
 import functools
+import importlib
 import math
 import numbers
 import struct
+import sys
 
 import torch
+
+from ._torch import peek_interpreter_stack
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
@@ -13,8 +17,19 @@ MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
 
 
 def tensor(t, name):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if type(t) is not torch.Tensor:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        _dtensor_rules(t)
+
+
+def _dtensor_rules(t):
+    """A DTensor argument needs torch_rngx.distributed's dispatch rules: they are registered at the first one.
+    Importing torch_rngx.distributed with torch's DTensor already loaded costs little; importing it with
+    torch_rngx would load DTensor for every user."""
+    dtensor = sys.modules.get("torch.distributed.tensor")
+    if dtensor is not None and isinstance(t, dtensor.DTensor) and "torch_rngx.distributed" not in sys.modules:
+        importlib.import_module("torch_rngx.distributed")
 
 
 def state(s, name="state", shape=None):
@@ -33,8 +48,8 @@ def state(s, name="state", shape=None):
                              f"the output's size")
     if s.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name} must be on the CPU or a CUDA device, got device {s.device}")
-    if not s.is_contiguous():
-        raise ValueError(f"{name} must be contiguous")
+    if s.layout != torch.strided:  # any strides, though
+        raise ValueError(f"{name} must be a strided (dense) tensor, got layout {s.layout}")
     if s.requires_grad:
         raise ValueError(f"{name} must not require grad")
 
@@ -165,7 +180,8 @@ def interval(low, high, dtype=None):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
     # Under torch.compile the bounds may be symbolic floats, which the rounding cannot take: there the kernel
     # checks the same rule when it runs (RuntimeError, csrc/glue.h).
-    if dtype not in (None, torch.float64) and not torch.compiler.is_compiling() and not _finite_bounds(low, high, dtype):
+    if (dtype not in (None, torch.float64) and not torch.compiler.is_compiling()
+            and not _finite_bounds(low, high, dtype)):
         raise ValueError(f"low, high and high - low must be finite in {dtype}, the output dtype, "
                          f"got low={low}, high={high}")
     return low, high
@@ -204,7 +220,7 @@ def num(n, name="num"):
     return n
 
 
-def fold_data(data, s, name="data"):
+def fold_data(data, s, name="data") -> torch.Tensor:
     """fold_in's data as an int64 tensor on the state's device: one value, or one per key."""
     if isinstance(data, torch.Tensor):
         if data.dtype not in STATE_DTYPES:
@@ -383,7 +399,7 @@ def probabilities(p):
         probabilities(p.to_local())
         return p
     if (isinstance(p, torch.Tensor) and p.device.type == "cpu" and not torch.compiler.is_compiling()
-            and torch._C._functorch.peek_interpreter_stack() is None and p.numel() and not _in_unit(p)):
+            and peek_interpreter_stack() is None and p.numel() and not _in_unit(p)):
         raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
     return p
 
@@ -477,7 +493,7 @@ def for_multinomial(probs, key, num_samples, replacement):
                          f"per row of a 2-D input (R, C), got input {tuple(probs.shape)}")
     same_device(probs, key, "input")
     if key.dim() > 1:
-        key = key.view(key.shape[0], 1, 1, 2)
+        key = key.reshape(key.shape[0], 1, 1, 2)
     draws, need = (num_samples, 1) if replacement else (1, num_samples)
     return key, draws, need
 
@@ -487,7 +503,7 @@ def weights(probs, need):
     code and torch.func transforms leave them to the CPU kernel): every weight finite and >= 0, and each row with at
     least `need` positive weights (1 with replacement, num_samples without)."""
     if (probs.device.type != "cpu" or torch.compiler.is_compiling()
-            or torch._C._functorch.peek_interpreter_stack() is not None or probs.numel() == 0):
+            or peek_interpreter_stack() is not None or probs.numel() == 0):
         return
     if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()):
         raise ValueError("input must hold finite weights >= 0 (no inf, NaN or negative values)")

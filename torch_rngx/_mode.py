@@ -23,6 +23,7 @@ import torch.nn.functional as TF
 
 from . import random as rr
 from ._init import trunc_normal_ as _trunc_normal_
+from ._torch import PRIVATE_SAMPLERS, calculate_correct_fan, softmax_backward_data, torch_function_modes
 from .generator import RNG, Generator, owner_of
 
 __all__ = ["mode", "UncoveredRandomWarning", "ROUTED", "UNCOVERED"]
@@ -180,14 +181,19 @@ def _softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 @torch.library.custom_op("rngx_mode::softmax_backward", mutates_args=())
 def _softmax_backward(grad: torch.Tensor, out: torch.Tensor, dim: int) -> torch.Tensor:
-    return torch._softmax_backward_data(grad, out, dim, out.dtype)
+    return softmax_backward_data(grad, out, dim, out.dtype)
 
 
 _softmax.register_fake(lambda x, dim: torch.empty_like(x))
 _softmax_backward.register_fake(lambda grad, out, dim: torch.empty_like(out))
+
+
+def _softmax_setup(ctx, inputs, output):
+    ctx.out, ctx.dim = output, inputs[1]
+
+
 _softmax.register_autograd(lambda ctx, grad: (_softmax_backward(grad, ctx.out, ctx.dim), None),
-                           setup_context=lambda ctx, inputs, output: setattr(ctx, "out", output) or setattr(
-                               ctx, "dim", inputs[1]))
+                           setup_context=_softmax_setup)
 
 
 def _softmax_of(x, dim):
@@ -230,7 +236,7 @@ def _init_kaiming_uniform(g, tensor, a=0, mode="fan_in", nonlinearity="leaky_rel
     if 0 in tensor.shape:
         return None  # torch's warning and no-op
     gain = torch.nn.init.calculate_gain(nonlinearity, a)
-    bound = math.sqrt(3.0) * gain / math.sqrt(torch.nn.init._calculate_correct_fan(tensor, mode))
+    bound = math.sqrt(3.0) * gain / math.sqrt(calculate_correct_fan(tensor, mode))
     return _init_uniform(g, tensor, -bound, bound, generator)
 
 
@@ -296,7 +302,7 @@ ROUTED = tuple(sorted({_name(f) for f in _ROUTES} | {"torch.nn.init.trunc_normal
 
 # Random calls that stay torch's: never silent (uncovered=).
 _UNCOVERED = {torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_, torch.poisson, torch.binomial,
-              torch.rrelu, torch.rrelu_, torch._standard_gamma, torch._sample_dirichlet, TF.fractional_max_pool2d,
+              torch.rrelu, torch.rrelu_, *PRIVATE_SAMPLERS, TF.fractional_max_pool2d,
               TF.fractional_max_pool3d, TF.rrelu, TF.rrelu_}
 UNCOVERED = tuple(sorted({_name(f) for f in _UNCOVERED}))
 _UNROUTED = object()
@@ -315,13 +321,13 @@ def _uncovered(func, args, kwargs):
     return func in _UNCOVERED
 
 
-_warned = set()
+_warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
 class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
-    """No torch counterpart. Inside `with torch_rngx.mode(...)` (or on a function decorated with it), torch's random functions draw from
-    a torch_rngx stream: each routed call is the matching torch_rngx function (torch.rand_like(x) is
+    """No torch counterpart. Inside `with torch_rngx.mode(...)` (or on a function decorated with it), torch's random
+    functions draw from a torch_rngx stream: each routed call is the matching torch_rngx function (torch.rand_like(x) is
     torch_rngx.rand_like(x, generator=g)), advancing the stream by what that function consumes, compiled == eager.
 
     Args:
@@ -397,8 +403,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
 def _active():
     """The innermost torch_rngx.mode on this thread's torch function mode stack, or None."""
-    for i in range(torch._C._len_torch_function_stack() - 1, -1, -1):
-        m = torch._C._get_function_stack_at(i)
+    for m in torch_function_modes():
         if isinstance(m, mode):
             return m
     return None

@@ -11,15 +11,19 @@ import threading
 
 import torch
 
-from . import _C  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
-from . import _checks, _replay
+from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
+    _C,  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
+    _checks,
+    _replay,
+)
+from ._torch import AutoDispatchBelowAutograd, register_ordered_effect
 
 # seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
 _lib = torch.library.Library("rngx", "FRAGMENT")
 _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
 # Compilers must neither merge two seed_state calls (AOTAutograd's CSE ignores the tag) nor reorder
 # them: an ordered effect threads a token through every call, in program order.
-_lib._register_effectful_op("rngx::seed_state", torch.library.EffectType.ORDERED)
+register_ordered_effect(_lib, "rngx::seed_state")
 
 ops = torch.ops.rngx
 
@@ -163,7 +167,7 @@ def _dropout_backward(ctx, grad):
     (state,) = ctx.saved_tensors
     if torch.is_grad_enabled():  # double backward: dropout's own formula again
         return ops.dropout(grad, state, *ctx.params), None, None, None, None
-    with torch._C._AutoDispatchBelowAutograd():
+    with AutoDispatchBelowAutograd():
         return ops.dropout(grad, state, *ctx.params), None, None, None, None
 
 
@@ -181,9 +185,9 @@ take_lock = threading.Lock()
 
 def _check_take(state, blocks):
     _checks.state(state)
-    if state.dtype != torch.int64 or state.shape != (2,):
-        raise ValueError(f"take_ advances a Generator's state: an int64 tensor of shape (2,), got {state.dtype} "
-                         f"{tuple(state.shape)}")
+    if state.dtype != torch.int64 or state.shape != (2,) or not state.is_contiguous():
+        raise ValueError(f"take_ advances a Generator's state in place: a contiguous int64 tensor of shape (2,), got "
+                         f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}")
     if isinstance(blocks, int) and blocks < 0:
         raise ValueError(f"blocks must be >= 0, got {blocks}")
 

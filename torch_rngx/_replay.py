@@ -6,68 +6,49 @@ has moved on, so the recomputed activations, and the gradients, would silently d
 Instead every draw made inside a checkpointed region (rngx::take_ and rngx::seed_state) is journaled on that
 region's checkpoint frame, and the recomputation takes the journaled keys back, in order, advancing nothing.
 
-torch has no public handle on the frame: we read it from the saved-tensor hooks the checkpoint pushes (the
-frame is a closure variable of the forward's pack hook, a weak reference in the recomputation's). A draw that
-cannot be replayed raises instead of drawing new words: a draw from a Generator or module state during a backward
-pass outside a non-reentrant recomputation (use_reentrant=True recomputes this way, and so does torch.compile's
-partitioner when it chooses to), or in a checkpoint nested inside a recomputation.
+torch has no public handle on the frame: _torch.checkpoint_frame reads it from the saved-tensor hooks the checkpoint
+pushes. A draw that cannot be replayed raises instead of drawing new words: a draw from a Generator or module state
+during a backward pass outside a non-reentrant recomputation (use_reentrant=True recomputes this way, and so does
+torch.compile's partitioner for a plain checkpoint), or in a checkpoint nested inside a recomputation.
 """
 import weakref
 from typing import Any, Callable, Optional
 
-import torch
-import torch.utils.checkpoint
+from ._torch import checkpoint_frame, current_graph_task_id, saved_tensors_hooks_active
 
-_FRAME = getattr(torch.utils.checkpoint, "_CheckpointFrame", None)
-_top_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
-_journals = weakref.WeakKeyDictionary()  # frame -> [(id of the Generator's state or None, key)]
-_cursors = weakref.WeakKeyDictionary()  # frame -> {graph task: index of the next key to replay}
+# frame -> [(id of the Generator's state or None, key)]
+_journals: weakref.WeakKeyDictionary[Any, list[tuple[Optional[int], Any]]] = weakref.WeakKeyDictionary()
+# frame -> {graph task: index of the next key to replay}
+_cursors: weakref.WeakKeyDictionary[Any, dict[int, int]] = weakref.WeakKeyDictionary()
 
 _CANNOT_REPLAY = (
     "torch_rngx: a stateful draw (generator= or a module's RNG state) is being recomputed during backward, "
     "but it cannot be replayed here: {why}. Recomputing would draw new numbers and silently change the "
-    "gradients. Use torch.utils.checkpoint.checkpoint(..., use_reentrant=False) without nesting, or pass keys "
-    "explicitly through torch_rngx.functional (docs/training.md, 'Activation checkpointing')."
+    "gradients. The exact recipes: eager, torch.utils.checkpoint.checkpoint(..., use_reentrant=False) without "
+    "nesting; under torch.compile, checkpoint(..., use_reentrant=False, context_fn=torch_rngx.checkpoint_context), "
+    "which saves the draws; or pass keys explicitly through torch_rngx.functional (docs/training.md, "
+    "'Activation checkpointing')."
 )
-
-
-def _region():
-    """(frame, graph task) of the checkpoint whose saved-tensor hooks are on top; graph task is None in the
-    forward and the recomputation's id while recomputing. (None, None) outside any checkpoint."""
-    hooks = _top_hooks(False) if _top_hooks is not None else None
-    if hooks is None or _FRAME is None:
-        return None, None
-    pack = hooks[0]
-    while hasattr(pack, "__wrapped__"):  # the recomputation's pack hook is wrapped by torch._dynamo.disable
-        pack = pack.__wrapped__
-    cells = dict(zip(getattr(pack, "__code__", None) and pack.__code__.co_freevars or (), pack.__closure__ or ()))
-    frame = cells["frame"].cell_contents if "frame" in cells else None
-    if isinstance(frame, _FRAME):
-        return frame, None
-    ref = cells["target_frame_ref"].cell_contents if "target_frame_ref" in cells else None
-    frame = ref() if isinstance(ref, weakref.ref) else None
-    if isinstance(frame, _FRAME) and "gid" in cells:
-        return frame, cells["gid"].cell_contents
-    return None, None
 
 
 def plain_eager():
     """No checkpoint is on the saved-tensor hook stack and no backward pass is running: a draw needs no journal."""
-    return (_top_hooks is None or _top_hooks(False) is None) and torch._C._current_graph_task_id() == -1
+    return not saved_tensors_hooks_active() and current_graph_task_id() == -1
 
 
 def draw(owner, make_key):
     """The key for one stateful call: make_key() (which may advance `owner`, a state tensor or None) in a
     forward, the journaled key when a checkpoint recomputes."""
-    frame, task = _region()
+    frame, task = checkpoint_frame()
     if task is not None:
         return _replay(frame, task, owner)
     # A draw from torch's generator (owner None) during backward is left to torch: checkpoint restores that
     # generator (preserve_rng_state=True) before recomputing, with or without reentrancy.
-    if owner is not None and torch._C._current_graph_task_id() != -1:
+    if owner is not None and current_graph_task_id() != -1:
         raise RuntimeError(_CANNOT_REPLAY.format(
             why="a checkpoint nested inside a recomputation" if frame is not None
-            else "no non-reentrant checkpoint is recomputing (use_reentrant=True?)"))
+            else "no non-reentrant checkpoint is recomputing: checkpoint(..., use_reentrant=True) recomputes "
+                 "this way, and so does torch.compile's partitioner for a plain checkpoint"))
     key = make_key()
     if frame is not None:
         _journals.setdefault(frame, []).append((None if owner is None else id(owner), key))

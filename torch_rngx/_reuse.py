@@ -19,12 +19,13 @@ import sys
 import warnings
 
 import torch
-from torch._dynamo.comptime import comptime
+
+from ._torch import comptime, current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
 
 active = None  # the Checker while one is on: the one flag every keyed draw tests
 
 _U64 = (1 << 64) - 1
-_SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (sys.modules[__package__], torch, os))
+_SKIP = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (sys.modules[__package__], torch, os))
 RUN_LIMIT = 1 << 16  # runs of one call's block kept apart; past this, their hull is recorded
 
 
@@ -70,13 +71,9 @@ def user_site():
 
 def _plain_rows(key):
     """A key tensor with every torch.func wrapper removed, as (R, *key.shape): one row per vmapped batch entry."""
-    functorch, bdims = torch._C._functorch, []
     if hasattr(key, "to_local"):  # a DTensor key is replicated: every rank holds all of it
         key = key.to_local()
-    while functorch.is_batchedtensor(key) or functorch.is_gradtrackingtensor(key):
-        if functorch.is_batchedtensor(key):
-            bdims.append(functorch.maybe_get_bdim(key))
-        key = functorch.get_unwrapped(key)
+    key, bdims = unwrap_functorch(key)
     for i, bdim in enumerate(reversed(bdims)):  # the outermost vmap's dim is the plain tensor's own
         key = key.movedim(bdim + i, i)
     return key.reshape(math.prod(key.shape[:len(bdims)]), *key.shape[len(bdims):])  # -1 fails on an empty key
@@ -153,7 +150,7 @@ class Checker:
         """Records a call of `op` on an output of `shape` (under a global view, the block at global_start of
         global_shape) with `key` (a state tensor, batched or vmapped), `words` per element; reports any overlap
         with an earlier draw."""
-        if torch._C._current_graph_task_id() != -1:  # backward recomputes masks and checkpointed regions
+        if current_graph_task_id() != -1:  # backward recomputes masks and checkpointed regions
             return
         size = list(shape)
         shape, start = (size, [0] * len(size)) if global_shape is None else (list(global_shape), list(global_start))
@@ -170,7 +167,7 @@ class Checker:
         """Records whole blocks: a stateful draw's (what its Generator advances past) or split's and fold_in's
         (a derived key is words of its parent's stream). `blocks`: (first, end) block ranges relative to each
         key's offset, one pair for all keys or one per key."""
-        if torch._C._current_graph_task_id() != -1:
+        if current_graph_task_id() != -1:
             return
         values = _plain_rows(key).detach().reshape(-1, 2).view(torch.int64).cpu().tolist()
         site = user_site()
@@ -208,11 +205,10 @@ def _note_traced(ctx):
     checker = active
     if checker is None:
         return
-    try:
-        node = ctx.get_local("key").as_proxy().node
-    except Exception:  # a constant or a non-tensor key: nothing in the graph to track
+    node = traced_key_node(ctx, "key")
+    if node is None:  # a constant or a non-tensor key: nothing in the graph to track
         return
-    op = ctx.get_local("op").as_python_constant()
+    op = traced_constant(ctx, "op")
     site = _traced_site(ctx)
     earlier = node.meta.get("rngx_drawn_at")
     node.meta["rngx_drawn_at"] = site if earlier is None else earlier
@@ -222,18 +218,15 @@ def _note_traced(ctx):
                    "draw with split or fold_in (docs/guide.md, 'Catching key reuse').")
         if checker.action == "raise":
             raise KeyReuseError(message)
-        warnings.warn(message, KeyReuseWarning)
+        warnings.warn(message, KeyReuseWarning, stacklevel=1)  # the message names the traced call site
 
 
 def _traced_site(ctx):
-    """file:line of the user's frame that dynamo is inlining us from (dynamo's own translator: no stable API)."""
-    try:
-        tx = ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator()
-        while tx is not None and tx.f_code.co_filename.startswith(_SKIP):
-            tx = tx.parent
-        return f"{tx.f_code.co_filename}:{tx.lineno}"
-    except AttributeError:
-        return "<unknown>"
+    """file:line of the user's frame that dynamo is inlining us from."""
+    for file, line in traced_frames(ctx):
+        if not file.startswith(_SKIP):
+            return f"{file}:{line}"
+    return "<unknown>"
 
 
 def start(action):

@@ -20,11 +20,11 @@ def __dir__():
 
 @contextlib.contextmanager
 def key_reuse(action: str = "raise") -> Iterator[None]:
-    """No torch counterpart (JAX's jax_debug_key_reuse is the nearest). Within the block, each keyed draw records the words it reads, and a draw that reads words an earlier one
-    read raises KeyReuseError (action="raise") or warns KeyReuseWarning ("warn"), naming both call sites and
-    the key. The block starts with an empty history; "off" turns the checker off inside it. Draws inside a graph
-    that torch.compile traces are checked at trace time (one key tensor feeding two draws); compiled code is not
-    checked when it runs.
+    """No torch counterpart (JAX's jax_debug_key_reuse is the nearest). Within the block, each keyed draw records the
+    words it reads, and a draw that reads words an earlier one read raises KeyReuseError (action="raise") or warns
+    KeyReuseWarning ("warn"), naming both call sites and the key. The block starts with an empty history; "off" turns
+    the checker off inside it. Draws inside a graph that torch.compile traces are checked at trace time (one key tensor
+    feeding two draws); compiled code is not checked when it runs.
 
     Args:
         action (str): "raise", "warn" or "off".

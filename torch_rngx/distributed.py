@@ -1,5 +1,4 @@
-"""DTensor support: `import torch_rngx.distributed` once, and the torch_rngx ops take DTensor inputs
-(docs/distributed.md).
+"""DTensor support: the torch_rngx ops take DTensor inputs (docs/distributed.md).
 
 Each rank computes its own block of the op on the global tensor, from its local shape and global offset
 (`global_view`), through the ops' global-view arguments: no communication, and the values do not depend on the
@@ -7,13 +6,15 @@ mesh or the placements. The result is a DTensor with the input's placements. The
 rank: a plain tensor, or a DTensor replicated on every mesh dim. Registered as torch_dispatch rules for DTensor
 (torch.library.register_torch_dispatch), so they hold eager, under autograd and under torch.compile.
 
-Not imported by `import torch_rngx`: torch.distributed.tensor adds more than half a second to the import.
+Not imported by `import torch_rngx`, since torch.distributed.tensor adds more than half a second to the import: the
+first DTensor argument of a torch_rngx function imports it (_checks.tensor), as `import torch_rngx.distributed` does.
 """
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
 from . import _autograd
 from ._ops import ops
+from ._torch import argument_names, shard_order
 from .functional import blocks_of
 
 __all__ = ["global_view"]
@@ -66,8 +67,7 @@ def global_view(x: DTensor, name: str = "x") -> tuple[list[int], list[int]]:
 def _check_default_order(x, name):
     """A tensor dim sharded on several mesh dims must be split in mesh-dim order, the order global_view assumes
     (DTensor may record another one)."""
-    order = getattr(getattr(x, "_spec", None), "shard_order", None) or ()
-    for entry in order:
+    for entry in shard_order(x):
         dims = entry.mesh_dims
         if any(a > b for a, b in zip(dims, dims[1:])):
             raise ValueError(f"{name}: tensor dim {entry.tensor_dim} is sharded over mesh dims {entry.mesh_dims} in "
@@ -93,7 +93,7 @@ _VIEW_OF_DTENSOR = ("global_shape and global_start are for plain (local) tensors
 
 
 def _bind(func, args, kwargs):
-    names = [a.name for a in func._schema.arguments]
+    names = argument_names(func)
     bound = dict(zip(names, args))
     bound.update(kwargs)
     return bound

@@ -40,8 +40,8 @@ from . import _autograd, _checks, _reuse
 from ._ops import ops
 
 __all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "exponential", "feature_alpha_dropout",
-           "feature_dropout", "fold_in", "key", "multinomial", "normal", "quantize_noise", "randint", "randperm", "split",
-           "truncated_normal", "uniform"]
+           "feature_dropout", "fold_in", "key", "multinomial", "normal", "quantize_noise", "randint", "randperm",
+           "split", "truncated_normal", "uniform"]
 Shape = Optional[Sequence[int]]
 _U64 = 1 << 64
 
@@ -180,7 +180,7 @@ def split(state: Tensor, num: int = 2) -> Tensor:
         _reuse.traced(state, "split")
     elif _reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
         _reuse.active.blocks("split", state, [(0, num)])
-    return ops.split(state, num)
+    return ops.split(state.contiguous(), num)
 
 
 def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
@@ -204,7 +204,7 @@ def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
         # the result is block offset + data of each key
         blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
         _reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
-    return ops.fold_in(state, data)
+    return ops.fold_in(state.contiguous(), data)
 
 
 def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32,
@@ -231,7 +231,7 @@ def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32
         _reuse.traced(state, "bits")
     elif _reuse.active is not None:
         _reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
-    return ops.bits(size, state, dtype, *view)
+    return ops.bits(size, state.contiguous(), dtype, *view)
 
 
 def uniform(like: Tensor, state: Tensor, low: float = 0.0, high: float = 1.0, *, dtype: torch.dtype | None = None,
@@ -442,18 +442,18 @@ def randperm(n: int, state: Tensor, *, dtype: torch.dtype = torch.int64,
         [0, 1, 2, 3]
     """
     n = _checks.for_randperm(n, state, dtype, device)
-    keys = state if state.dim() == 1 else state.view(*state.shape[:-1], 1, 2)
+    keys = state.contiguous() if state.dim() == 1 else state.reshape(*state.shape[:-1], 1, 2).contiguous()
     words = ops.bits([*state.shape[:-1], n], keys, torch.int64)
     return torch.argsort(words, dim=-1, stable=True).to(dtype)
 
 
 def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
-    """Stands in for ``torch.multinomial``, with a key: `num_samples` category indices per row of `probs` ((C,) or (R, C) weights
-    >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
-    exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i
-    in increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or
-    (R, 2) for one key per row. int64 output, (num_samples,) or (R, num_samples). The scores take R * C float64
-    values (R * num_samples * C with replacement), then a stable sort or an argmin: comparisons only.
+    """Stands in for ``torch.multinomial``, with a key: `num_samples` category indices per row of `probs` ((C,) or (R,
+    C) weights >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
+    exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i in
+    increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or (R, 2) for
+    one key per row. int64 output, (num_samples,) or (R, num_samples). The scores take R * C float64 values (R *
+    num_samples * C with replacement), then a stable sort or an argmin: comparisons only.
 
     Args:
         probs (Tensor): (C,) or (R, C) non-negative float weights.
@@ -468,7 +468,7 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
     """
     key, draws, need = _checks.for_multinomial(probs, state, num_samples, replacement)
     _checks.weights(probs, need)
-    scores = ops.race(probs.detach().to(torch.float64).contiguous(), key, draws, need)
+    scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
     if replacement:
         return scores.argmin(dim=-1)
     return torch.argsort(scores.squeeze(-2), dim=-1, stable=True)[..., :num_samples]

@@ -11,7 +11,8 @@ from torch import Tensor
 
 from . import _checks, _reuse
 from ._ops import ops
-from .functional import fold_in, split
+from ._torch import mark_static_address
+from .functional import fold_in, key, split
 
 __all__ = ["Generator", "RNG"]
 _U64 = 1 << 64
@@ -26,7 +27,7 @@ def _fixed_address(state):
     """A CUDA state keeps one address for life, and tells torch.compile so: then CUDA graphs (mode=
     "reduce-overhead") read and advance it in place on every replay instead of skipping the graph."""
     if state.is_cuda:
-        torch._dynamo.mark_static_address(state)
+        mark_static_address(state)
     return state
 
 
@@ -68,15 +69,7 @@ class Generator:
 
     def manual_seed(self, seed: int) -> Generator:
         """Restarts the stream of `seed` (an int in [0, 2^64)) at offset 0; returns this Generator, as torch's."""
-        if isinstance(seed, bool):  # operator.index(True) is 1: reject bools before converting
-            raise TypeError("seed must be an int, got bool")
-        try:
-            seed = operator.index(seed)
-        except TypeError:
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}") from None
-        if isinstance(seed, bool) or not 0 <= seed < _U64:
-            raise ValueError(f"seed must be in [0, 2^64), got {seed}")
-        self.state.copy_(torch.tensor([_signed(seed), 0], dtype=torch.int64))
+        self.state.copy_(key(seed))  # key checks the seed
         if _reuse.active is not None:  # the stream restarts on purpose
             _reuse.active.forget(seed)
         return self
@@ -152,9 +145,9 @@ class Generator:
             [7, 2]
         """
         _checks.state(state)
-        if state.dtype != torch.int64 or state.shape != (2,):
-            raise ValueError(f"state must be an int64 tensor of shape (2,) = [seed, offset], got {state.dtype} "
-                             f"{tuple(state.shape)}")
+        if state.dtype != torch.int64 or state.shape != (2,) or not state.is_contiguous():
+            raise ValueError(f"state must be a contiguous int64 tensor of shape (2,) = [seed, offset], got "
+                             f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}")
         g = Generator.__new__(Generator)
         g.state = state
         return g
@@ -191,6 +184,8 @@ class RNG(torch.nn.Module):
         >>> rng
         torch_rngx.nn.RNG(seed=7, offset=1)
     """
+
+    state: Tensor  # the buffer
 
     def __init__(self, seed: int | None = None, device: torch.device | str | None = None):
         super().__init__()

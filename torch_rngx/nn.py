@@ -9,8 +9,9 @@ import torch
 
 from . import _checks
 from . import _init as init
-from .functional import fold_in, key
 from ._mode import ROUTED, mode
+from ._torch import own_buffer
+from .functional import fold_in, key
 from .generator import RNG, Generator, check_state_buffer, owner_of, stream_repr
 from .random import dropout_from
 
@@ -29,7 +30,8 @@ class _DropoutNd(torch.nn.Module):
     neither (torch's default generator, so torch.manual_seed reproduces it). Compiled equals eager; eval() is the
     identity and draws nothing."""
 
-    kind = None  # the random.dropout_from kind
+    kind: str | None = None  # the random.dropout_from kind
+    rng_state: torch.Tensor  # with seed=: the module's own stream
 
     def __init__(self, p: float = 0.5, inplace: bool = False, *, generator: Generator | RNG | None = None,
                  seed: int | None = None):
@@ -46,7 +48,8 @@ class _DropoutNd(torch.nn.Module):
             self.register_buffer("rng_state", RNG(seed).state, persistent=True)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        owner = self.rng_state if "rng_state" in self._buffers else owner_of(self.generator)
+        state = own_buffer(self, "rng_state")
+        owner = state if state is not None else owner_of(self.generator)
         return dropout_from(self.kind, input, self.p, self.training, self.inplace, owner)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
@@ -59,7 +62,7 @@ class _DropoutNd(torch.nn.Module):
     def extra_repr(self):
         """p and inplace, then where the masks come from: the module's own stream (rng_state), a generator, or
         nothing for torch's default generator."""
-        if "rng_state" in self._buffers:
+        if own_buffer(self, "rng_state") is not None:
             return f"p={self.p}, inplace={self.inplace}, rng_state=({stream_repr(self.rng_state)})"
         stream = "" if self.generator is None else f", generator={self.generator!r}"
         return f"p={self.p}, inplace={self.inplace}{stream}"
@@ -247,7 +250,7 @@ def convert(model: torch.nn.Module, *, seed: int | None = None, generator: Gener
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     owner_of(generator)
     root = key(seed) if seed is not None else None
-    replaced = []
+    replaced: list[tuple[str, str]] = []
     for name, module in list(model.named_modules()):
         ours = _REPLACEMENTS.get(type(module))
         if ours is None:
@@ -284,7 +287,7 @@ def _routed_forward(model, generator, uncovered, inner, *args, **kwargs):
     pickling, deepcopy and torch.export keep it): the model's own forward under torch_rngx.mode, drawing from the
     model's `rngx_state` buffer (looked up on each call, so .to() and load_state_dict keep it), a shared generator,
     or torch's default generator."""
-    state = model._buffers.get("rngx_state")
+    state = own_buffer(model, "rngx_state")
     with mode(generator=generator if state is None else Generator.on(state), uncovered=uncovered):
         if inner is not None:
             return inner(*args, **kwargs)

@@ -1,0 +1,271 @@
+"""torch's private names, all in torch_rngx/_torch.py (docs/deploy.md, "torch's private names"): each one resolves on
+this torch and behaves as torch_rngx uses it, and no other module of torch_rngx touches a private torch name."""
+import ast
+import re
+import pathlib
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.distributed.tensor import DeviceMesh, Shard, distribute_tensor
+from torch.utils.checkpoint import checkpoint
+
+import torch_rngx
+from torch_rngx import _torch
+
+PACKAGE = pathlib.Path(torch_rngx.__file__).parent
+
+
+def test_tested_versions_include_this_torch_line():
+    assert torch.__version__.split("+")[0].rsplit(".", 1)[0] in {v.rsplit(".", 1)[0] for v in _torch.TESTED_ON}
+
+
+def test_a_missing_name_is_an_import_error_naming_torch():
+    with pytest.raises(ImportError, match=rf"torch.s private _C\._gone \(a test\).*torch {re.escape(str(torch.__version__))}"):
+        _torch._resolve(torch, "_C._gone", "a test")
+
+
+def test_below_autograd_is_torchs_and_makes_no_node():
+    assert _torch.AutoDispatchBelowAutograd is torch._C._AutoDispatchBelowAutograd  # not the no_grad fallback
+    x = torch.ones(3, requires_grad=True)
+    for guard in (_torch.AutoDispatchBelowAutograd, torch.no_grad):  # the fallback: the same values, no node
+        with guard():
+            y = x * 2
+        assert y.grad_fn is None and not y.requires_grad and y.tolist() == [2.0] * 3
+
+
+def test_peek_interpreter_stack_sees_every_transform():
+    assert _torch.peek_interpreter_stack() is None
+    seen = []
+
+    def f(x):
+        seen.append(_torch.peek_interpreter_stack() is not None)
+        return x.sum()
+
+    torch.func.grad(f)(torch.ones(2))
+    torch.func.vmap(f)(torch.ones(2, 2))
+    torch.func.jvp(f, (torch.ones(2),), (torch.ones(2),))
+    assert seen == [True, True, True]
+
+
+def test_unwrap_functorch_gives_the_plain_tensor_and_vmapped_dims():
+    plain = torch.arange(6).view(2, 3)
+    got = []
+    torch.func.vmap(lambda row: got.append(_torch.unwrap_functorch(row)) or row, in_dims=1)(plain)
+    (inner, bdims), = got
+    assert type(inner) is torch.Tensor and torch.equal(inner, plain) and bdims == [1]
+    assert _torch.unwrap_functorch(plain) == (plain, [])
+
+
+def test_current_graph_task_id_tells_backward_from_forward():
+    ids = []
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: ids.append(_torch.current_graph_task_id()))
+    assert _torch.current_graph_task_id() == -1
+    y.sum().backward()
+    assert len(ids) == 1 and ids[0] != -1
+
+
+def test_checkpoint_frame_is_the_same_in_forward_and_recomputation():
+    seen = []
+
+    def region(x):
+        seen.append((_torch.saved_tensors_hooks_active(), *_torch.checkpoint_frame()))
+        return x.sin() * 2
+
+    assert _torch.checkpoint_frame() == (None, None) and not _torch.saved_tensors_hooks_active()
+    x = torch.ones(3, requires_grad=True)
+    checkpoint(region, x, use_reentrant=False).sum().backward()
+    (fwd_active, fwd_frame, fwd_task), (re_active, re_frame, re_task) = seen
+    assert fwd_active and re_active
+    assert isinstance(fwd_frame, torch.utils.checkpoint._CheckpointFrame) and fwd_task is None
+    assert re_frame is fwd_frame and re_task is not None
+
+
+def test_seed_state_has_an_ordered_effect():
+    from torch._higher_order_ops.effects import _get_effect
+
+    assert _get_effect(torch.ops.rngx.seed_state.default) == torch.library.EffectType.ORDERED
+
+
+def test_argument_names_follow_the_schema():
+    assert _torch.argument_names(torch.ops.rngx.dropout.default) == ["x", "state", "p", "global_shape",
+                                                                     "global_start"]
+
+
+def test_mark_static_address_marks_the_tensor():
+    t = torch.zeros(2)
+    _torch.mark_static_address(t)
+    assert getattr(t, "_dynamo_static_input_type", None) is not None
+
+
+def test_comptime_helpers_read_the_traced_frame():
+    got = {}
+
+    def note(ctx):
+        got["node"] = _torch.traced_key_node(ctx, "key")
+        got["none"] = _torch.traced_key_node(ctx, "label")
+        got["label"] = _torch.traced_constant(ctx, "label")
+        got["frames"] = list(_torch.traced_frames(ctx))
+
+    def f(key):
+        label = "draw"
+        _torch.comptime(note)
+        return key + len(label)
+
+    torch._dynamo.reset()
+    torch.compile(f, backend="eager", fullgraph=True)(torch.zeros(2))
+    assert isinstance(got["node"], torch.fx.Node) and got["none"] is None and got["label"] == "draw"
+    assert got["frames"][0] == (__file__, f.__code__.co_firstlineno + 2)
+
+
+def test_torch_function_modes_are_innermost_first():
+    class Outer(torch.overrides.TorchFunctionMode):
+        pass
+
+    class Inner(torch.overrides.TorchFunctionMode):
+        pass
+
+    with Outer() as outer, Inner() as inner:
+        assert list(_torch.torch_function_modes()) == [inner, outer]
+    assert list(_torch.torch_function_modes()) == []
+
+
+def test_softmax_backward_data_is_softmaxs_gradient():
+    x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    out = x.softmax(-1)
+    grad = torch.randn(3, 5, dtype=torch.float64)
+    (want,) = torch.autograd.grad(out, x, grad)
+    assert torch.allclose(_torch.softmax_backward_data(grad, out.detach(), -1, out.dtype), want)
+
+
+def test_private_samplers_are_torchs():
+    assert _torch.PRIVATE_SAMPLERS == (torch._standard_gamma, torch._sample_dirichlet)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (5, 2, 3, 3), (2, 6, 1)])
+@pytest.mark.parametrize("mode", ["fan_in", "fan_out", "FAN_IN"])
+def test_correct_fan_is_torchs_and_the_fallback_agrees(shape, mode):
+    assert _torch.calculate_correct_fan is torch.nn.init._calculate_correct_fan
+    assert _torch._correct_fan(torch.empty(shape), mode) == _torch.calculate_correct_fan(torch.empty(shape), mode)
+
+
+@pytest.mark.parametrize("shape, mode", [((4,), "fan_in"), ((4, 3), "fan_sideways")])
+def test_correct_fan_fallback_refuses_as_torch(shape, mode):
+    with pytest.raises(ValueError) as torchs:
+        _torch.calculate_correct_fan(torch.empty(shape), mode)
+    with pytest.raises(ValueError, match=str(torchs.value)):
+        _torch._correct_fan(torch.empty(shape), mode)
+
+
+def test_module_hooks_are_called_by_torch():
+    calls = []
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", torch.zeros(2))
+
+        def _get_name(self):
+            return "Renamed"
+
+        def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+            calls.append((sorted(state_dict), prefix, len(args) + len(kwargs)))
+            super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    outer = torch.nn.Sequential(M())
+    outer.load_state_dict({"0.b": torch.ones(2)})
+    assert _torch.MODULE_HOOKS == ("_get_name", "_load_from_state_dict")
+    assert repr(outer[0]) == "Renamed()" and calls == [(["0.b"], "0.", 5)] and outer[0].b.tolist() == [1.0, 1.0]
+
+
+def test_own_buffer():
+    m = torch.nn.Linear(2, 2)
+    m.register_buffer("state", torch.zeros(2))
+    assert _torch.own_buffer(m, "state") is m.state
+    assert _torch.own_buffer(m, "weight") is None and _torch.own_buffer(m, "missing") is None
+    with pytest.raises(ImportError, match=r"private nn\.Module\._buffers"):  # what a torch without it gives
+        _torch.own_buffer(object(), "state")
+
+
+def test_argument_names_without_a_schema_name_it():
+    with pytest.raises(ImportError, match=r"private OpOverload\._schema"):
+        _torch.argument_names(object())
+
+
+@pytest.fixture
+def one_rank_mesh():
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        yield DeviceMesh("cpu", [[0]])
+    finally:
+        dist.destroy_process_group()
+
+
+def test_shard_order_names_the_mesh_dims_in_order(one_rank_mesh):
+    x = distribute_tensor(torch.ones(4, 4), one_rank_mesh, [Shard(0), Shard(1)])
+    y = distribute_tensor(torch.ones(4, 4), one_rank_mesh, [Shard(0), Shard(0)])
+    assert [(e.tensor_dim, tuple(e.mesh_dims)) for e in _torch.shard_order(x)] == [(0, (0,)), (1, (1,))]
+    assert [(e.tensor_dim, tuple(e.mesh_dims)) for e in _torch.shard_order(y)] == [(0, (0, 1))]
+
+
+# ---- no private torch name outside _torch.py ----
+
+def _private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _ours():
+    """Private names torch_rngx itself defines outside _torch.py: functions, classes, methods, names and
+    attributes it assigns, and the nn.Module hooks it overrides (checked above)."""
+    names = set(_torch.MODULE_HOOKS)
+    for path in PACKAGE.glob("*.py"):
+        if path.name == "_torch.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return {n for n in names if _private(n)}
+
+
+def private_torch_uses(source, ours):
+    """(line, what) of each private torch name in `source`: an import of a private torch module or name, an
+    attribute chain from torch with a private part, a private attribute torch_rngx does not define, and a
+    getattr/hasattr of one by its string."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] == "torch":
+            parts = node.module.split(".") + [a.name for a in node.names]
+            if any(map(_private, parts)):
+                found.append((node.lineno, f"from {node.module} import ..."))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names
+                      if a.name.split(".")[0] == "torch" and any(map(_private, a.name.split(".")))]
+        elif isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in ours:
+            if not (isinstance(node.value, ast.Name) and node.value.id == "sys"):  # sys._getframe is Python's
+                found.append((node.lineno, ast.unparse(node)))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str) and _private(node.args[1].value)
+              and node.args[1].value not in ours):
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_the_scan_finds_each_kind_of_private_use():
+    source = ("import torch._dynamo\nfrom torch._C import _functorch\nfrom torch.utils.checkpoint import "
+              "_CheckpointFrame\ntorch._C._current_graph_task_id()\nx._spec.shard_order\n"
+              "getattr(torch.utils.checkpoint, '_CheckpointFrame', None)\nsys._getframe(1)\nself._report()\n")
+    assert sorted(line for line, _ in private_torch_uses(source, {"_report"})) == [1, 2, 3, 4, 4, 5, 6]
+
+
+def test_no_other_module_touches_a_private_torch_name():
+    ours = _ours()
+    found = [f"{path.name}:{line}: {what}" for path in sorted(PACKAGE.glob("*.py")) if path.name != "_torch.py"
+             for line, what in private_torch_uses(path.read_text(), ours)]
+    assert found == []

@@ -1,0 +1,206 @@
+"""Every private torch name torch_rngx uses, and only here (docs/deploy.md, "torch's private names").
+
+torch has no public API for what these do: skip autograd for one call, tell whether a torch.func transform or a
+backward pass is running, find the checkpoint region of a draw, order seed draws in compiled graphs, and so on.
+Each name of a torch module is resolved when torch_rngx is imported, each attribute of an object (an op's schema,
+a module's buffers, a DTensor's spec) when it is used. A missing one raises an error naming the torch version, unless
+a fallback is written beside it; nothing is skipped silently. tests/test_torch_private.py checks that each
+one resolves and behaves as it is used, and that no other module of torch_rngx touches a private torch name.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+import torch.utils.checkpoint
+from torch._dynamo.comptime import comptime  # noqa: F401  (re-exported: the key-reuse checker's trace hook)
+
+# The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test) and
+# 2.14.1 (make interop); 2.10.0's sources (its .pyi stubs and Python modules) define every one of them.
+TESTED_ON = ("2.10.0", "2.13.0", "2.14.1")
+
+
+def _missing(name: str, use: str) -> ImportError:
+    return ImportError(f"torch_rngx needs torch's private {name} ({use}), which torch {torch.__version__} does not "
+                       f"have; torch_rngx is tested on torch {', '.join(TESTED_ON)}")
+
+
+def _resolve(owner: Any, path: str, use: str) -> Any:
+    """owner.path (dotted), or an ImportError naming `path` and what torch_rngx uses it for."""
+    obj = owner
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise _missing(path, use)
+    return obj
+
+
+# ---- dispatch and transforms ----
+# Runs the ops under it below autograd: no node and no registered formula, for calls no gradient flows through.
+# Fallback: no_grad, which gives the same values and no node, one dispatch step slower.
+AutoDispatchBelowAutograd: Callable[[], Any] = getattr(torch._C, "_AutoDispatchBelowAutograd", torch.no_grad)
+
+_functorch = _resolve(torch, "_C._functorch", "to see through torch.func transforms")
+# None outside every torch.func transform (grad, vjp, jvp, vmap), the innermost interpreter inside one.
+peek_interpreter_stack: Callable[[], Any] = _resolve(_functorch, "peek_interpreter_stack",
+                                                     "to tell whether a torch.func transform is running")
+for _name in ("is_batchedtensor", "is_gradtrackingtensor", "maybe_get_bdim", "get_unwrapped"):
+    _resolve(_functorch, _name, "the key-reuse checker's view of keys under torch.func")
+
+
+def unwrap_functorch(t: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
+    """The plain tensor under every torch.func wrapper of t, and the vmapped dims met, outermost wrapper first."""
+    bdims = []
+    while _functorch.is_batchedtensor(t) or _functorch.is_gradtrackingtensor(t):
+        if _functorch.is_batchedtensor(t):
+            bdims.append(_functorch.maybe_get_bdim(t))
+        t = _functorch.get_unwrapped(t)
+    return t, bdims
+
+
+# -1 outside a backward pass, the running graph task's id during one.
+current_graph_task_id: Callable[[], int] = _resolve(torch, "_C._current_graph_task_id",
+                                                    "to tell a backward pass from a forward")
+
+
+# ---- activation checkpointing (torch_rngx/_replay.py) ----
+_top_saved_tensors_hooks = _resolve(torch, "_C._autograd._top_saved_tensors_default_hooks",
+                                    "to find the checkpoint a draw runs in")
+_CheckpointFrame = _resolve(torch.utils.checkpoint, "_CheckpointFrame", "to journal the draws of a checkpoint")
+
+
+def saved_tensors_hooks_active() -> bool:
+    """Whether any saved-tensor hooks (a checkpoint's among them) are on the stack."""
+    return _top_saved_tensors_hooks(False) is not None
+
+
+def checkpoint_frame() -> tuple[Optional[Any], Optional[int]]:
+    """(frame, graph task) of the non-reentrant checkpoint whose saved-tensor hooks are on top: graph task None
+    in the forward, the recomputation's id while recomputing; (None, None) outside any checkpoint. The frame is
+    a closure variable of the forward's pack hook (`frame`), and a weak reference in the recomputation's
+    (`target_frame_ref`, with the graph task as `gid`)."""
+    hooks = _top_saved_tensors_hooks(False)
+    if hooks is None:
+        return None, None
+    pack = hooks[0]
+    while hasattr(pack, "__wrapped__"):  # the recomputation's pack hook is wrapped by dynamo's disable
+        pack = pack.__wrapped__
+    cells = dict(zip(getattr(pack, "__code__", None) and pack.__code__.co_freevars or (), pack.__closure__ or ()))
+    frame = cells["frame"].cell_contents if "frame" in cells else None
+    if isinstance(frame, _CheckpointFrame):
+        return frame, None
+    ref = cells["target_frame_ref"].cell_contents if "target_frame_ref" in cells else None
+    frame = ref() if isinstance(ref, weakref.ref) else None
+    if isinstance(frame, _CheckpointFrame) and "gid" in cells:
+        return frame, cells["gid"].cell_contents
+    return None, None
+
+
+# ---- custom ops ----
+_resolve(torch.library.Library, "_register_effectful_op", "to keep seed_state calls in order when compiled")
+
+
+def register_ordered_effect(lib: torch.library.Library, op: str) -> None:
+    """Marks `op` as having an ordered side effect: compilers neither merge, drop nor reorder its calls."""
+    lib._register_effectful_op(op, torch.library.EffectType.ORDERED)
+
+
+def argument_names(op: torch._ops.OpOverload) -> list[str]:
+    """The names of an op overload's schema arguments, in order."""
+    try:
+        return [a.name for a in op._schema.arguments]
+    except AttributeError:
+        raise _missing("OpOverload._schema", "the argument names of an op, for the DTensor rules") from None
+
+
+# ---- torch.compile ----
+# Tells torch.compile that a tensor keeps its address for life (CUDA graphs then read it in place).
+mark_static_address: Callable[[torch.Tensor], None] = _resolve(torch, "_dynamo.mark_static_address",
+                                                               "to keep a CUDA Generator's state in CUDA graphs")
+
+
+def traced_key_node(ctx: Any, name: str) -> Optional[Any]:
+    """The fx node of the traced tensor local `name` of the function comptime was called from; None for a
+    constant or a non-tensor."""
+    var = ctx.get_local(name)
+    try:
+        proxy = var.as_proxy()
+    except NotImplementedError:  # a value dynamo does not put in the graph
+        return None
+    return proxy.node if isinstance(proxy, torch.fx.Proxy) else None
+
+
+def traced_constant(ctx: Any, name: str) -> Any:
+    """The Python value of the constant local `name` of the function comptime was called from."""
+    return ctx.get_local(name).as_python_constant()
+
+
+def traced_frames(ctx: Any) -> Iterator[tuple[str, int]]:
+    """(file, line) of each frame dynamo is inlining comptime's caller from, innermost first; none when dynamo's
+    translator (no stable API) is out of reach."""
+    try:
+        tx = ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator()
+        while tx is not None:
+            yield tx.f_code.co_filename, tx.lineno
+            tx = tx.parent
+    except AttributeError:
+        return
+
+
+# ---- torch function modes (torch_rngx/_mode.py) ----
+_len_stack = _resolve(torch, "_C._len_torch_function_stack", "to find torch_rngx.mode from rebound functions")
+_stack_at = _resolve(torch, "_C._get_function_stack_at", "to find torch_rngx.mode from rebound functions")
+
+
+def torch_function_modes() -> Iterator[Any]:
+    """This thread's torch function modes, innermost first."""
+    for i in range(_len_stack() - 1, -1, -1):
+        yield _stack_at(i)
+
+
+softmax_backward_data: Callable[..., torch.Tensor] = _resolve(torch, "_softmax_backward_data",
+                                                              "for softmax's backward under torch_rngx.mode")
+# torch's random functions with private names that torch_rngx.mode reports as not routed; on a torch without
+# them nothing can call them, so the list is shorter.
+PRIVATE_SAMPLERS = tuple(f for f in (getattr(torch, "_standard_gamma", None), getattr(torch, "_sample_dirichlet", None))
+                         if f is not None)
+
+
+def _correct_fan(tensor: torch.Tensor, mode: str) -> int:
+    """nn.init's fan of a weight: fan_in (dim 1) or fan_out (dim 0), times the receptive field."""
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = tensor[0][0].numel() if tensor.dim() > 2 else 1
+    return tensor.size(1 if mode == "fan_in" else 0) * receptive
+
+
+# kaiming_uniform_'s fan; the fallback computes the same.
+calculate_correct_fan: Callable[[torch.Tensor, str], int] = getattr(torch.nn.init, "_calculate_correct_fan",
+                                                                    _correct_fan)
+
+
+# ---- nn.Module and DTensor internals ----
+# Methods of nn.Module that torch_rngx's modules override: the name repr prints, and a check of a state dict
+# before it is loaded (tests/test_torch_private.py checks that torch still calls them so).
+MODULE_HOOKS = ("_get_name", "_load_from_state_dict")
+
+
+def own_buffer(module: torch.nn.Module, name: str) -> Optional[torch.Tensor]:
+    """module's own buffer `name`, or None: one dict lookup, as a module's forward can afford."""
+    try:
+        return module._buffers.get(name)
+    except AttributeError:
+        raise _missing("nn.Module._buffers", "a module's own stream buffer") from None
+
+
+def shard_order(x: Any) -> tuple[Any, ...]:
+    """The order in which each sharded dim of the DTensor x is split over mesh dims: entries with tensor_dim and
+    mesh_dims (None or empty: mesh-dim order throughout)."""
+    spec = x._spec
+    if not hasattr(spec, "shard_order"):
+        raise _missing("DTensorSpec.shard_order", "to check the order DTensor splits a dim in")
+    return tuple(spec.shard_order or ())
