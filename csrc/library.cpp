@@ -41,9 +41,12 @@ constexpr const char* kSchemas[] = {
     "fold_in(Tensor state, Tensor data) -> Tensor",
     // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place.
     "take_(Tensor(a!) state, SymInt blocks) -> Tensor",
-    // The eager fast path: a CPU Generator's step and the op in one dispatcher call (no autograd; never traced).
+    // The small-tensor path: a CPU Generator's step and the op in one dispatcher call (no autograd; never traced).
     "uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) -> Tensor",
     "quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor",
+    "normal_from_(Tensor(a!) state, Tensor like, float mean, float std, ScalarType? dtype=None) -> Tensor",
+    "bernoulli_from_(Tensor(a!) state, Tensor like, float p) -> Tensor",
+    "randint_from_(Tensor(a!) state, Tensor like, int low, int high, ScalarType dtype) -> Tensor",
 };
 
 using rngx_glue::Tensor;

@@ -77,41 +77,63 @@ Tensor quantize_noise(Tensor x, Tensor state, double half, GlobalArg global_shap
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_quantize_noise(job, &params, begin, end); });
 }
 
-// The eager fast path's Generator step (torch_rngx/_autograd.py: draw): the key is the state before the step,
-// then the offset moves past the call's blocks. Checked before it moves; the caller serializes steps of a state.
-std::array<int64_t, 2> step(Tensor& state, int64_t numel, rngx_dtype dt) {
+// The small-tensor path (torch_rngx/_autograd.py: draw): a CPU Generator's step and the op in one call. The key is
+// the state before the step, then the offset moves past the call's blocks (`words` per element). Checked before
+// it moves; the caller serializes steps of a state.
+template <class Kernel>
+Tensor fill_from(Tensor& state, Tensor out, rngx_dtype dt, int words, const Tensor* in, const Kernel& kernel) {
   STD_TORCH_CHECK(state.defined() && state.scalar_type() == ScalarType::Long && state.dim() == 1 &&
                       state.size(0) == 2 && state.is_cpu() && state.is_contiguous(),
                   "rngx: state must be a Generator's: an int64 CPU tensor of shape (2,) = [seed, offset]");
   auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
   const std::array<int64_t, 2> key{s[0], s[1]};
-  const uint64_t blocks = (static_cast<uint64_t>(numel) * rngx_words_per_element(dt) + 3) / 4;
+  const uint64_t blocks = (static_cast<uint64_t>(out.numel()) * static_cast<uint64_t>(words) + 3) / 4;
   s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // unsigned: wraps modulo 2^64
-  return key;
+  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
+  const rngx_job job = make_job(keys, dt, out, in);
+  run_parallel(out, [&](int64_t b, int64_t e) { kernel(&job, b, e); });
+  return out;
 }
 
 Tensor uniform_from_(Tensor state, Tensor like, double low, double high, std::optional<ScalarType> dtype) {
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
   const rngx_params params = uniform_params(low, high, dt);
-  Tensor out = empty_like(like, dtype);
-  const std::array<int64_t, 2> key = step(state, out.numel(), dt);
-  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
-  const rngx_job job = make_job(keys, dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
-  return out;
+  return fill_from(state, empty_like(like, dtype), dt, rngx_words_per_element(dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_uniform(job, &params, b, e); });
 }
 
 Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
   check_input(x);
   const rngx_dtype dt = float_dtype(x.scalar_type(), "x");
   const rngx_params params = noise_params(half, dt);
-  Tensor out = empty_like(x, std::nullopt);
-  const std::array<int64_t, 2> key = step(state, out.numel(), dt);
-  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
-  const rngx_job job = make_job(keys, dt, out, &x);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
-  return out;
+  return fill_from(state, empty_like(x, std::nullopt), dt, rngx_words_per_element(dt), &x,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_quantize_noise(job, &params, b, e); });
+}
+
+Tensor normal_from_(Tensor state, Tensor like, double mean, double std, std::optional<ScalarType> dtype) {
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(dtype.value_or(like.scalar_type()), "dtype");
+  const rngx_params params = normal_params(mean, std, dt);
+  return fill_from(state, empty_like(like, dtype), dt, rngx_normal_words(dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_normal(job, &params, b, e); });
+}
+
+Tensor bernoulli_from_(Tensor state, Tensor like, double p) {
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  STD_TORCH_CHECK(p >= 0 && p <= 1, "rngx.bernoulli: p must be in [0, 1], got ", p);  // false for NaN
+  const rngx_params params = rngx_dropout_params(p);
+  return fill_from(state, empty_like(like, std::nullopt), dt, rngx_words_per_element(dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_bernoulli(job, &params, b, e); });
+}
+
+Tensor randint_from_(Tensor state, Tensor like, int64_t low, int64_t high, ScalarType dtype) {
+  check_input(like, "like");
+  const rngx_dtype dt = randint_dtype(dtype);
+  const rngx_params params = randint_params(low, high, dtype);
+  return fill_from(state, empty_like(like, dtype), dt, rngx_randint_words(dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_randint(job, &params, b, e); });
 }
 
 Tensor dropout(Tensor x, Tensor state, double p, GlobalArg global_shape, GlobalArg global_start) {
@@ -284,4 +306,7 @@ STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
   m.impl("fold_in", TORCH_BOX(&fold_in));
   m.impl("uniform_from_", TORCH_BOX(&uniform_from_));
   m.impl("quantize_noise_from_", TORCH_BOX(&quantize_noise_from_));
+  m.impl("normal_from_", TORCH_BOX(&normal_from_));
+  m.impl("bernoulli_from_", TORCH_BOX(&bernoulli_from_));
+  m.impl("randint_from_", TORCH_BOX(&randint_from_));
 }
