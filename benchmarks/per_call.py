@@ -48,6 +48,16 @@ def _cases(numel):
         ("dropout(x, 0.1) fwd+bwd", "F.dropout fwd+bwd",
          _fwd_bwd(lambda t: torch_rngx.dropout(t, 0.1), xg), _fwd_bwd(lambda t: F.dropout(t, 0.1), xg)),
         ("nn.Dropout(0.1, seed=3)(x)", "nn.Dropout(0.1)(x)", lambda: ours_drop(x), lambda: torch_drop(x)),
+        ("randn_like(x, generator=g)", "torch.randn(x.shape, generator=tg)",
+         lambda: torch_rngx.randn_like(x, generator=g), lambda: torch.randn(x.shape, generator=tg)),
+        ("normal_like(x, 1, 2, generator=g)", "torch.empty_like(x).normal_(1, 2, generator=tg)",
+         lambda: torch_rngx.normal_like(x, 1.0, 2.0, generator=g),
+         lambda: torch.empty_like(x).normal_(1.0, 2.0, generator=tg)),
+        ("bernoulli_like(x, 0.3, generator=g)", "torch.bernoulli(torch.full_like(x, 0.3), generator=tg)",
+         lambda: torch_rngx.bernoulli_like(x, 0.3, generator=g),
+         lambda: torch.bernoulli(torch.full_like(x, 0.3), generator=tg)),
+        ("randint_like(x, 10, generator=g)", "torch.randint(10, x.shape, generator=tg)",
+         lambda: torch_rngx.randint_like(x, 10, generator=g), lambda: torch.randint(10, x.shape, generator=tg)),
     ]
 
 
@@ -67,14 +77,17 @@ def _compiled_cases(numel):
             for a, b, f, h in steps]
 
 
-def run(budget=0.4, sizes=(10, 14)):
+def run(budget=0.4, sizes=(10, 14), compiled=True):
     """Rows of {call, against, numel, ours_us, torch_us, ratio, target, met}."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     rows = []
     try:
         for log2 in sizes:
-            for target, cases in ((EAGER_TARGET, _cases(1 << log2)), (COMPILED_TARGET, _compiled_cases(1 << log2))):
+            groups = [(EAGER_TARGET, _cases(1 << log2))]
+            if compiled:
+                groups.append((COMPILED_TARGET, _compiled_cases(1 << log2)))
+            for target, cases in groups:
                 for ours_name, torch_name, ours, theirs in cases:
                     t_ours, t_torch = best(ours, budget), best(theirs, budget)
                     t_ours = min(t_ours, best(ours, budget))  # the two alternate: noise only ever adds time
@@ -96,4 +109,6 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
-    print_table(run())
+    import sys
+
+    print_table(run(sizes=(10,)) if "--small" in sys.argv else run())

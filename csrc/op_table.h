@@ -40,12 +40,16 @@
   X(split, "split(Tensor state, int num) -> Tensor")                                                               \
   X(fold_in, "fold_in(Tensor state, Tensor data) -> Tensor")
 
-// The eager fast path: a CPU Generator's step and the op in one dispatcher call (no autograd; never traced).
+// The small-tensor path: a CPU Generator's step and the op in one dispatcher call (no autograd; never traced).
 // CPU kernels only (ops.cpp).
 #define RNGX_CPU_OPS(X)                                                                                            \
   X(uniform_from_, "uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) "  \
                    "-> Tensor")                                                                                    \
-  X(quantize_noise_from_, "quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor")
+  X(quantize_noise_from_, "quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor")            \
+  X(normal_from_, "normal_from_(Tensor(a!) state, Tensor like, float mean, float std, ScalarType? dtype=None) "   \
+                  "-> Tensor")                                                                                    \
+  X(bernoulli_from_, "bernoulli_from_(Tensor(a!) state, Tensor like, float p) -> Tensor")                        \
+  X(randint_from_, "randint_from_(Tensor(a!) state, Tensor like, int low, int high, ScalarType dtype) -> Tensor")
 
 // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place. One kernel for
 // every device (library.cpp).

@@ -73,37 +73,60 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
 RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
 #undef RNGX_CPU_SAMPLER
 
-// The eager fast path's Generator step (torch_rngx/_autograd.py: draw): the key is the state before the step,
-// then the offset moves past the call's blocks (take_key). Checked before it moves.
-std::array<int64_t, 2> step(Tensor& state, int64_t numel, rngx_dtype dt) {
+// The small-tensor path (torch_rngx/_autograd.py: draw): a CPU Generator's step and the op in one call. The key is
+// the state before the step, then the offset moves past the call's blocks (`words` per element, take_key).
+// Checked before it moves.
+template <class Kernel>
+Tensor fill_from(Tensor& state, Tensor out, rngx_dtype dt, int words, const Tensor* in, const Kernel& kernel) {
   STD_TORCH_CHECK(state.defined() && state.scalar_type() == ScalarType::Long && state.dim() == 1 &&
                       state.size(0) == 2 && state.is_cpu() && state.is_contiguous(),
                   "rngx: state must be a Generator's: an int64 CPU tensor of shape (2,) = [seed, offset]");
-  return take_key(state, (static_cast<uint64_t>(numel) * rngx_words_per_element(dt) + 3) / 4, nullptr);
+  const uint64_t blocks = (static_cast<uint64_t>(out.numel()) * static_cast<uint64_t>(words) + 3) / 4;
+  const std::array<int64_t, 2> key = take_key(state, blocks, nullptr);
+  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
+  const rngx_job job = make_job(keys, dt, out, in);
+  run_parallel(out, [&](int64_t b, int64_t e) { kernel(&job, b, e); });
+  return out;
 }
 
 Tensor uniform_from_(Tensor state, Tensor like, double low, double high, std::optional<ScalarType> dtype) {
   check_input(like, "like");
   const OutType type = out_type("rngx.uniform", like, "like", dtype);
   const rngx_params params = uniform_params("rngx.uniform", type, low, high);
-  Tensor out = empty_like(like, dtype);
-  const std::array<int64_t, 2> key = step(state, out.numel(), type.dt);
-  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
-  const rngx_job job = make_job(keys, type.dt, out, nullptr);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_uniform(&job, &params, b, e); });
-  return out;
+  return fill_from(state, empty_like(like, dtype), type.dt, rngx_words_per_element(type.dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_uniform(job, &params, b, e); });
 }
 
 Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
   check_input(x);
   const OutType type = out_type("rngx.quantize_noise", x, "x", std::nullopt);
   const rngx_params params = noise_params("rngx.quantize_noise", type, half);
-  Tensor out = empty_like(x, std::nullopt);
-  const std::array<int64_t, 2> key = step(state, out.numel(), type.dt);
-  const KeyLayout keys(state, out.sizes().data(), out.dim(), key.data());
-  const rngx_job job = make_job(keys, type.dt, out, &x);
-  run_parallel(out, [&](int64_t b, int64_t e) { rngx_quantize_noise(&job, &params, b, e); });
-  return out;
+  return fill_from(state, empty_like(x, std::nullopt), type.dt, rngx_words_per_element(type.dt), &x,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_quantize_noise(job, &params, b, e); });
+}
+
+Tensor normal_from_(Tensor state, Tensor like, double mean, double std, std::optional<ScalarType> dtype) {
+  check_input(like, "like");
+  const OutType type = out_type("rngx.normal", like, "like", dtype);
+  const rngx_params params = normal_params("rngx.normal", type, mean, std);
+  return fill_from(state, empty_like(like, dtype), type.dt, rngx_normal_words(type.dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_normal(job, &params, b, e); });
+}
+
+Tensor bernoulli_from_(Tensor state, Tensor like, double p) {
+  check_input(like, "like");
+  const OutType type = out_type("rngx.bernoulli", like, "like", std::nullopt);
+  const rngx_params params = dropout_params("rngx.bernoulli", type, p);
+  return fill_from(state, empty_like(like, std::nullopt), type.dt, rngx_words_per_element(type.dt), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_bernoulli(job, &params, b, e); });
+}
+
+Tensor randint_from_(Tensor state, Tensor like, int64_t low, int64_t high, ScalarType dtype) {
+  check_input(like, "like");
+  const OutType type = out_type("rngx.randint", like, "like", dtype);
+  const rngx_params params = randint_params("rngx.randint", type, low, high);
+  return fill_from(state, empty_like(like, dtype), type.dt, rngx_randint_words(type.dt, params.range), nullptr,
+                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_randint(job, &params, b, e); });
 }
 
 // p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value

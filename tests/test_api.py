@@ -200,4 +200,55 @@ def test_fast_path_ops_check_before_they_step():
         torch_rngx.ops.uniform_from_(g.state, torch.zeros(3), 0.0, float("inf"), None)
     with pytest.raises(RuntimeError, match="Generator's"):
         torch_rngx.ops.quantize_noise_from_(g.state.float(), torch.zeros(3), 0.5)
+    with pytest.raises(RuntimeError, match="std"):
+        torch_rngx.ops.normal_from_(g.state, torch.zeros(3), 0.0, -1.0, None)
+    with pytest.raises(RuntimeError, match="p must be in"):
+        torch_rngx.ops.bernoulli_from_(g.state, torch.zeros(3), 1.5)
+    with pytest.raises(RuntimeError, match="low"):
+        torch_rngx.ops.randint_from_(g.state, torch.zeros(3), 5, 5, torch.int64)
     assert g.state.tolist() == [5, 0]
+
+
+# The samplers' small-tensor path: (stateful call, the functional op with the same params), per output dtype.
+_SAMPLERS_ONE_CALL = {
+    "randn_like": (lambda x, g, d: torch_rngx.randn_like(x, generator=g, dtype=d),
+                   lambda x, k, d: F.normal(x, k, 0.0, 1.0, dtype=d)),
+    "normal_like": (lambda x, g, d: torch_rngx.normal_like(x, -1.0, 3.0, generator=g, dtype=d),
+                    lambda x, k, d: F.normal(x, k, -1.0, 3.0, dtype=d)),
+    "bernoulli_like": (lambda x, g, d: torch_rngx.bernoulli_like(x.to(d), 0.3, generator=g),
+                       lambda x, k, d: F.bernoulli(x.to(d), k, 0.3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAMPLERS_ONE_CALL) + ["randint_like"])
+@pytest.mark.parametrize("numel", [1, 7, 1024, (1 << 15) + 3])  # the last one takes the two-call path
+@REUSES_KEYS
+def test_sampler_fast_path_equals_step_then_op(name, numel):
+    """normal, bernoulli and randint with a CPU Generator: the one-call path gives the two-call path's values and
+    moves the Generator as far, at every dtype and at the offset's wrap."""
+    x = torch.randn(2, numel).t()  # transposed: the output follows x's strides
+    if name == "randint_like":
+        cases = [(d, "randint", lambda x, g, d: torch_rngx.randint_like(x, -3, 100, generator=g, dtype=d),
+                  lambda x, k, d: F.randint(x, k, -3, 100, dtype=d)) for d in (torch.int8, torch.int32, torch.int64)]
+    else:
+        op = "normal" if "normal" in name or "randn" in name else "bernoulli"
+        cases = [(d, op, *_SAMPLERS_ONE_CALL[name]) for d in (torch.float16, torch.bfloat16, torch.float32,
+                                                               torch.float64)]
+    for dtype, op, stateful, functional in cases:
+        for offset in (0, (1 << 64) - 3):
+            start = torch.tensor([5, offset - (1 << 64) if offset >= 1 << 63 else offset])
+            g, twin = torch_rngx.Generator().set_state(start), torch_rngx.Generator().set_state(start)
+            key = twin._take(torch_rngx.blocks_used(x.numel(), dtype, op))
+            calls, got = _rngx_calls(lambda: stateful(x, g, dtype))
+            want = functional(x, key, dtype)
+            assert got.stride() == want.stride() and torch.equal(got, want), (name, dtype, offset)
+            assert torch.equal(g.state, twin.state), (name, dtype, offset)
+            one_call = numel <= 1 << 15
+            assert calls == [f"rngx::{op}_from_"] if one_call else calls[-1] == f"rngx::{op}", calls
+
+
+def _rngx_calls(fn):
+    """The rngx ops fn() calls, in order, and its result."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn()
+    return [e.name for e in prof.events() if e.name.startswith("rngx::")], out

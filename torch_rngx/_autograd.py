@@ -6,25 +6,24 @@
                                                  module's state, advanced in place by blocks_used(numel,
                                                  dtype)) or, for None, a fresh seed from torch's generator
 
-kind and params: "uniform" (low, high, dtype), "noise" (half), "dropout" (p), "normal" (mean, std, dtype),
-"truncated_normal" (mean, std, a, b, dtype), "bernoulli" (p), "bernoulli_tensor" (p expanded to x's shape),
-"randint" (low, high, dtype), "exponential" (rate, dtype). noise and dropout are linear in x with a derivative
-that needs only the key, so backward and jvp apply the same rule to a gradient or a tangent; the samplers
-(SAMPLERS) are not differentiable.
+kind: an op of _spec.SPECS, and params its arguments after the key, as its check returns them. Each op's
+derivative is _spec.derivative, so backward and jvp apply the same rule to a gradient or a tangent as the op's
+registered autograd formula (_ops.py) does.
 
-The Functions are what torch.func needs; elsewhere the ops are called directly, with the same math in their
-registered autograd formulas (_ops.py): torch.compile does not trace a custom jvp, and in plain eager code an
-autograd.Function costs several op calls' worth of time.
+The Functions are what torch.func needs; elsewhere the ops are called directly, with their registered autograd
+formulas: torch.compile does not trace a custom jvp, and in plain eager code an autograd.Function costs several
+op calls' worth of time.
 """
+from __future__ import annotations
+
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 
-from . import _ops, _replay, _reuse, functional
-from ._ops import ops
+from . import _ops, _replay, _reuse, _spec
+from ._spec import SPECS, ops
 from ._torch import AutoDispatchBelowAutograd, peek_interpreter_stack
-
 
 def _rows(info, x_dim, x):
     """x with its vmapped dim first (expanded when x itself is not batched)."""
@@ -57,13 +56,12 @@ def _record(kind, x, key, params):
     global view, its block's."""
     d = params[-3] if len(params) >= 3 else None
     dtype = d if isinstance(d, torch.dtype) else x.dtype
-    _reuse.active.draw(kind, key, x.shape, functional.words_per_element(dtype, kind, _range(kind, params)),
-                       *params[-2:])
+    _reuse.active.draw(kind, key, x.shape, _spec.words_per_element(dtype, kind, _range(kind, params)), *params[-2:])
 
 
 def _record_taken(kind, key, numel, dtype, params):
     """Tells the key-reuse checker (on) the blocks a Generator advanced past for one call."""
-    _reuse.active.blocks(kind, key, [(0, functional.blocks_of(numel, dtype, kind, _range(kind, params)))])
+    _reuse.active.blocks(kind, key, [(0, _spec.blocks_of(numel, dtype, kind, _range(kind, params)))])
 
 
 def _range(kind, params):
@@ -81,7 +79,7 @@ def _draw(owner, numel, dtype, kind=None, params=()):
     the op's, as sample takes them)."""
     if owner is None:
         return ops.seed_state()
-    return ops.take_(owner, functional.blocks_of(numel, dtype, kind, _range(kind, params)))
+    return ops.take_(owner, _spec.blocks_of(numel, dtype, kind, _range(kind, params)))
 
 
 _RANDOMNESS_ERROR = (
@@ -90,28 +88,21 @@ _RANDOMNESS_ERROR = (
     "'different' (the call on the whole batch), or vmap the stateless torch_rngx.functional ops with explicit keys.")
 
 
-def _functions(kind, kernel):
-    """The pair (Sample, Draw) of autograd.Functions for one op."""
+def _functions(spec):
+    """The (Sample, Draw, Eager) autograd.Functions of one op."""
+    kind, kernel = spec.name, spec.kernel
 
     def save(ctx, key, params, output):
         ctx.params = params
-        if kind in SAMPLERS:
+        if spec.derivative is None:
             ctx.mark_non_differentiable(output)
-        elif kind == "dropout":
+        elif spec.derivative == "self":
             ctx.save_for_backward(key)
             ctx.save_for_forward(key)
 
     def derivative(ctx, t, function):
-        """d out / d x applied to t (a gradient or a tangent), with `function` to keep it differentiable."""
-        if t is None or kind in SAMPLERS:
-            return None
-        if kind == "noise":
-            return t
-        (key,) = ctx.saved_tensors
-        if torch.is_grad_enabled():  # a double backward differentiates this too
-            return function.apply(t, key, *ctx.params)
-        with AutoDispatchBelowAutograd():
-            return kernel(t, key, *ctx.params)
+        key = ctx.saved_tensors[0] if spec.derivative == "self" else None
+        return _spec.derivative(spec, t, key, ctx.params, function.apply)
 
     class Sample(torch.autograd.Function):
         @staticmethod
@@ -194,7 +185,8 @@ def _functions(kind, kernel):
         @staticmethod
         def forward(ctx, x, key, *params):
             ctx.params = params
-            ctx.save_for_backward(key)
+            if spec.derivative == "self":
+                ctx.save_for_backward(key)
             with AutoDispatchBelowAutograd():
                 return kernel(x, key, *params)
 
@@ -206,42 +198,30 @@ def _functions(kind, kernel):
     return Sample, Draw, Eager
 
 
-_KERNELS = {"uniform": ops.uniform, "noise": ops.quantize_noise, "dropout": ops.dropout, "normal": ops.normal,
-            "truncated_normal": ops.truncated_normal, "bernoulli": ops.bernoulli,
-            "bernoulli_tensor": ops.bernoulli_tensor, "randint": ops.randint, "exponential": ops.exponential}
-# Samples of a distribution: their output does not depend on x's values, so nothing is differentiable.
-SAMPLERS = frozenset(("uniform", "normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint",
-                      "exponential"))
-
 SAMPLE, DRAW, EAGER = {}, {}, {}
-for _kind, _kernel in _KERNELS.items():
-    SAMPLE[_kind], DRAW[_kind], EAGER[_kind] = _functions(_kind, _kernel)
-
-
-# Set by torch_rngx.distributed: (kernel, x, key, params) -> the op on a DTensor x, traced as this rank's block.
-compiled_dtensor: Optional[Callable[..., Any]] = None
+for _kind, _op in SPECS.items():
+    SAMPLE[_kind], DRAW[_kind], EAGER[_kind] = _functions(_op)
 
 
 def _compiled(kind, x, key, params):
-    if compiled_dtensor is not None and type(x) is not torch.Tensor:
-        return compiled_dtensor(_KERNELS[kind], x, key, params)
-    return _KERNELS[kind](x, key, *params)
+    if type(x) is not torch.Tensor:
+        for cls, call in _spec.SUBCLASS_CALLS:
+            if isinstance(x, cls):
+                return call(SPECS[kind], x, key, params)
+    return SPECS[kind].kernel(x, key, *params)
 
 
 def sample(kind, x, key, *params):
-    # Keys of any strides give their contiguous copy's values; the key-reuse checker sees the caller's key.
     if torch.compiler.is_compiling():
         _reuse.traced(key, kind)
-        return _compiled(kind, x, key.contiguous(), params)
+        return _compiled(kind, x, key, params)
     if _reuse.active is not None:
         _record(kind, x, key, params)
-    key = key.contiguous()
     if peek_interpreter_stack() is not None:  # inside a torch.func transform
         return SAMPLE[kind].apply(x, key, *params)
     return _eager(kind, x, key, params)
 
 
-_FUSED = {"uniform": ops.uniform_from_, "noise": ops.quantize_noise_from_}
 FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock through the kernel costs nothing
 
 
@@ -254,11 +234,13 @@ def draw(kind, x, owner, dtype, *params):
         key = _eager_key(owner, _numel(x, params), dtype, kind, params)
         _record_taken(kind, key, _numel(x, params), dtype, params)
         return _eager(kind, x, key, params)
-    if (kind in _FUSED and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
-            and x.numel() <= FUSED_MAX and (kind == "uniform" or not (x.requires_grad and torch.is_grad_enabled()))
+    spec = SPECS[kind]
+    if (spec.fused is not None and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
+            and x.numel() <= FUSED_MAX
+            and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
             and _replay.plain_eager()):
         with _ops.take_lock, AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
-            return _FUSED[kind](owner, x, *params[:-2])
+            return spec.fused_kernel(owner, x, *params[:-2])
     return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind, params), params)
 
 
@@ -277,7 +259,7 @@ def _eager_key(owner, numel, dtype, kind=None, params=()):
         return _draw(owner, numel, dtype, kind, params)
     if owner is None:
         return _ops.fresh_seed()
-    return _ops.advance(owner, functional.blocks_of(numel, dtype, kind, _range(kind, params)))
+    return _ops.advance(owner, _spec.blocks_of(numel, dtype, kind, _range(kind, params)))
 
 
 class KeyDraw(torch.autograd.Function):
@@ -315,28 +297,10 @@ def plain_eager_grad(x):
             and peek_interpreter_stack() is None)
 
 
-class ChannelDropout(torch.autograd.Function):
-    """x * m[n, c] (functional.feature_dropout) keeping only the key for backward, which makes m again: N * C
-    words, against the N * C values autograd would otherwise keep."""
-
-    @staticmethod
-    def forward(ctx, x, key, p, view):
-        ctx.save_for_backward(key)
-        ctx.p, ctx.view, ctx.like = p, view, x.new_empty(()).expand(x.shape)  # x's shape and dtype, 1 element
-        return x * functional._channel_mask(x, key, p, view)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (key,) = ctx.saved_tensors
-        if torch.is_grad_enabled():  # a double backward differentiates this too
-            return ChannelDropout.apply(grad, key, ctx.p, ctx.view), None, None, None
-        return grad * functional._channel_mask(ctx.like, key, ctx.p, ctx.view), None, None, None
-
-
 def _eager(kind, x, key, params):
     """Plain eager: an autograd node only when a gradient can flow; the op below autograd, skipping the dispatch
     through its registered formula (about half an op call on a small tensor)."""
-    if kind not in SAMPLERS and x.requires_grad and torch.is_grad_enabled():
+    if SPECS[kind].derivative is not None and x.requires_grad and torch.is_grad_enabled():
         return EAGER[kind].apply(x, key, *params)
     with AutoDispatchBelowAutograd():
-        return _KERNELS[kind](x, key, *params)
+        return SPECS[kind].kernel(x, key, *params)

@@ -352,19 +352,8 @@ def for_normal(like, key, mean, std, dtype, global_shape=None, global_start=None
     return *mean_std(mean, std, out_dtype), dtype, *view
 
 
-def for_truncated_normal(like, key, mean, std, a, b, dtype, global_shape=None, global_start=None):
-    out_dtype, view = float_like(like, key, dtype, global_shape, global_start)
-    mean, std = mean_std(mean, std, torch.float64, strict=True)  # the truncated normal computes in double
-    a, b = real(a, "a"), real(b, "b")
-    if not a < b:
-        raise ValueError(f"a must be < b, got a={a}, b={b}")
-    if not torch.compiler.is_compiling() and not _value_between(a, b, out_dtype):
-        raise ValueError(f"no value of {out_dtype} lies in [a, b] = [{a}, {b}]")
-    return mean, std, a, b, dtype, *view
-
-
 @functools.lru_cache(maxsize=256)
-def _value_between(a, b, dtype):
+def value_between(a, b, dtype):
     """Some value of dtype lies in [a, b] (a < b). A rounded bound inside does; else, with ra < a < b < rb, values
     strictly between ra and rb exist (and lie in [a, b]) iff their midpoint rounds to neither."""
     ra, rb = round_to(a, dtype), round_to(b, dtype)

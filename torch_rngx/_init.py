@@ -5,6 +5,7 @@ import torch
 
 from . import _checks
 from ._autograd import draw
+from ._spec import SPECS
 from .generator import RNG, Generator, owner_of
 
 __all__ = ["trunc_normal_"]
@@ -34,7 +35,7 @@ def trunc_normal_(tensor: torch.Tensor, mean: float = 0.0, std: float = 1.0, a: 
         True
     """
     _checks.float_tensor(tensor, "tensor")
-    params = _checks.for_truncated_normal(tensor, torch.empty(2, dtype=torch.int64, device=tensor.device), mean, std,
-                                          a, b, None)
+    spec = SPECS["truncated_normal"]
+    params = spec.check(tensor, torch.empty(2, dtype=torch.int64, device=tensor.device), mean, std, a, b, None)
     with torch.no_grad():
-        return tensor.copy_(draw("truncated_normal", tensor, owner_of(generator), tensor.dtype, *params))
+        return tensor.copy_(draw(spec.name, tensor, owner_of(generator), tensor.dtype, *params))

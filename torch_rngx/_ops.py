@@ -11,12 +11,8 @@ import threading
 
 import torch
 
-from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
-    _C,  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
-    _checks,
-    _replay,
-)
-from ._torch import AutoDispatchBelowAutograd, register_ordered_effect
+from . import _checks, _replay, _spec
+from ._torch import register_ordered_effect
 
 # seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
 _lib = torch.library.Library("rngx", "FRAGMENT")
@@ -25,7 +21,7 @@ _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
 # them: an ordered effect threads a token through every call, in program order.
 register_ordered_effect(_lib, "rngx::seed_state")
 
-ops = torch.ops.rngx
+ops = _spec.ops
 
 
 # ---- bits ----
@@ -50,59 +46,38 @@ def _(state, data):
     return torch.empty_like(state)
 
 
-# ---- uniform ----
-@torch.library.register_fake("rngx::uniform")
-def _(like, state, low, high, dtype=None, global_shape=None, global_start=None):
-    _checks.for_uniform(like, state, low, high, dtype, global_shape, global_start)
-    return torch.empty_like(like, dtype=dtype)
+# ---- the sampling ops (_spec.SPECS): fake kernels and autograd formulas, derived from each op's declaration ----
+def _fake(spec):
+    def fake(*args, **kwargs):
+        args = spec.positional(args, kwargs)
+        spec.check(*args)
+        return torch.empty_like(args[0], dtype=spec.out_dtype(args))
+
+    return fake
 
 
-def _uniform_setup(ctx, inputs, output):
-    ctx.mark_non_differentiable(output)
+def _autograd_formula(spec):
+    """(backward, setup_context): the op's one derivative (_spec.derivative), the key saved when it needs it."""
+
+    def setup(ctx, inputs, output):
+        _, state, *ctx.params = inputs
+        ctx.n_inputs = len(inputs)
+        if spec.derivative is None:
+            ctx.mark_non_differentiable(output)
+        elif spec.derivative == "self":
+            ctx.save_for_backward(state)
+
+    def backward(ctx, grad):
+        key = ctx.saved_tensors[0] if spec.derivative == "self" else None
+        return (_spec.derivative(spec, grad, key, ctx.params, spec.kernel),) + (None,) * (ctx.n_inputs - 1)
+
+    return backward, setup
 
 
-def _uniform_backward(ctx, grad):
-    return (None,) * 7
-
-
-torch.library.register_autograd("rngx::uniform", _uniform_backward, setup_context=_uniform_setup)
-
-
-# ---- normal, truncated_normal, bernoulli, randint: samples of a distribution, not differentiable (as uniform) ----
-@torch.library.register_fake("rngx::normal")
-def _(like, state, mean, std, dtype=None, global_shape=None, global_start=None):
-    _checks.for_normal(like, state, mean, std, dtype, global_shape, global_start)
-    return torch.empty_like(like, dtype=dtype)
-
-
-@torch.library.register_fake("rngx::truncated_normal")
-def _(like, state, mean, std, a, b, dtype=None, global_shape=None, global_start=None):
-    _checks.for_truncated_normal(like, state, mean, std, a, b, dtype, global_shape, global_start)
-    return torch.empty_like(like, dtype=dtype)
-
-
-@torch.library.register_fake("rngx::bernoulli")
-def _(like, state, p, global_shape=None, global_start=None):
-    _checks.for_bernoulli(like, state, p, global_shape, global_start)
-    return torch.empty_like(like)
-
-
-@torch.library.register_fake("rngx::bernoulli_tensor")
-def _(like, state, p, global_shape=None, global_start=None):
-    _checks.for_bernoulli(like, state, p, global_shape, global_start)
-    return torch.empty_like(like)
-
-
-@torch.library.register_fake("rngx::randint")
-def _(like, state, low, high, dtype, global_shape=None, global_start=None):
-    _checks.for_randint(like, state, low, high, dtype, global_shape, global_start)
-    return torch.empty_like(like, dtype=dtype)
-
-
-@torch.library.register_fake("rngx::exponential")
-def _(like, state, rate, dtype=None, global_shape=None, global_start=None):
-    _checks.for_exponential(like, state, rate, dtype, global_shape, global_start)
-    return torch.empty_like(like, dtype=dtype)
+for _spec_op in _spec.SPECS.values():
+    torch.library.register_fake(f"rngx::{_spec_op.name}", _fake(_spec_op))
+    _backward, _setup = _autograd_formula(_spec_op)
+    torch.library.register_autograd(f"rngx::{_spec_op.name}", _backward, setup_context=_setup)
 
 
 # ---- race: multinomial's E / w scores, (*R, C) -> (*R, draws, C) float64; not differentiable ----
@@ -133,45 +108,7 @@ def _sample_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(output)
 
 
-for _name in ("normal", "truncated_normal", "bernoulli", "bernoulli_tensor", "randint", "exponential", "race"):
-    torch.library.register_autograd(f"rngx::{_name}", _sample_backward, setup_context=_sample_setup)
-
-
-# ---- quantize_noise: x + U[-half, half); d/dx = 1 ----
-@torch.library.register_fake("rngx::quantize_noise")
-def _(x, state, half, global_shape=None, global_start=None):
-    _checks.for_noise(x, state, half, global_shape, global_start)
-    return torch.empty_like(x)
-
-
-def _noise_backward(ctx, grad):
-    return grad, None, None, None, None
-
-
-torch.library.register_autograd("rngx::quantize_noise", _noise_backward, setup_context=lambda ctx, inputs, output: None)
-
-
-# ---- dropout: backward recomputes the mask from (state, p); no mask is ever stored ----
-@torch.library.register_fake("rngx::dropout")
-def _(x, state, p, global_shape=None, global_start=None):
-    _checks.for_dropout(x, state, p, global_shape, global_start)
-    return torch.empty_like(x)
-
-
-def _dropout_setup(ctx, inputs, output):
-    _, state, *ctx.params = inputs
-    ctx.save_for_backward(state)
-
-
-def _dropout_backward(ctx, grad):
-    (state,) = ctx.saved_tensors
-    if torch.is_grad_enabled():  # double backward: dropout's own formula again
-        return ops.dropout(grad, state, *ctx.params), None, None, None, None
-    with AutoDispatchBelowAutograd():
-        return ops.dropout(grad, state, *ctx.params), None, None, None, None
-
-
-torch.library.register_autograd("rngx::dropout", _dropout_backward, setup_context=_dropout_setup)
+torch.library.register_autograd("rngx::race", _sample_backward, setup_context=_sample_setup)
 
 
 # ---- take_: a Generator's step. Returns the state for one call and advances the offset in place ----
@@ -217,18 +154,22 @@ def _(state, blocks):
     return torch.empty_like(state)
 
 
-@torch.library.register_fake("rngx::uniform_from_")
-def _(state, like, low, high, dtype=None):
-    _check_take(state, 0)
-    _checks.for_uniform(like, state, low, high, dtype)
-    return torch.empty_like(like, dtype=dtype)
+def _fused_fake(spec):
+    """A fused op (state, input, *params without the view) checks as the op with that state as its key."""
+
+    def fake(*args, **kwargs):
+        args = _spec.positional(spec.fused_kernel, args, kwargs)
+        state, x, *params = args
+        _check_take(state, 0)
+        spec.check(x, state, *params)
+        return torch.empty_like(x, dtype=_spec.out_dtype(spec.fused_kernel, args))
+
+    return fake
 
 
-@torch.library.register_fake("rngx::quantize_noise_from_")
-def _(state, x, half):
-    _check_take(state, 0)
-    _checks.for_noise(x, state, half)
-    return torch.empty_like(x)
+for _spec_op in _spec.SPECS.values():
+    if _spec_op.fused is not None:
+        torch.library.register_fake(f"rngx::{_spec_op.fused}", _fused_fake(_spec_op))
 
 
 # ---- seed_state: a fresh key [seed, offset] from torch's default CPU generator ----

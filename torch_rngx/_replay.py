@@ -87,9 +87,7 @@ def checkpoint_context(policy: Optional[Callable[..., Any]] = None) -> tuple[Any
     """
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
-    from ._ops import ops
-
-    draws = (ops.take_.default, ops.seed_state.default)
+    draws = (torch.ops.rngx.take_.default, torch.ops.rngx.seed_state.default)
 
     def save_draws(ctx, op, *args, **kwargs):
         if op in draws:

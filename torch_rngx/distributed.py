@@ -12,10 +12,9 @@ first DTensor argument of a torch_rngx function imports it (_checks.tensor), as 
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
-from . import _autograd
-from ._ops import ops
+from . import _spec
+from ._spec import SPECS, blocks_of
 from ._torch import argument_names, shard_order
-from .functional import blocks_of
 
 __all__ = ["global_view"]
 
@@ -130,18 +129,19 @@ def _block_like(t, x, name):
     return t.to_local()
 
 
-def _fused(sampler, x_name):
-    """The rule for a Generator's fused step-and-draw (uniform_from_, quantize_noise_from_): the step by the global
-    tensor's blocks, then the sampler, whose own rule draws this rank's block. The caller (_autograd.draw) holds
-    the Generator lock already, so the step here takes no lock."""
+def _fused(spec):
+    """The rule for a Generator's fused step-and-draw (spec.fused): the step by the global tensor's blocks, then
+    the sampler, whose own rule draws this rank's block. The caller (_autograd.draw) holds the Generator lock
+    already, so the step here takes no lock."""
 
     def rule(cls, func, types, args, kwargs):
         a = _bind(func, args, kwargs)
-        x = a[x_name]
+        x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         key = state.clone()
-        state[1:].add_(blocks_of(x.numel(), a.get("dtype") or x.dtype))
-        return sampler(state=key, **a)
+        span = a["high"] - a["low"] if spec.name == "randint" else None  # randint's words depend on its range
+        state[1:].add_(blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
+        return spec.kernel(state=key, **a)
 
     return rule
 
@@ -157,30 +157,23 @@ def _on_key(cls, func, types, args, kwargs):
     return DTensor.from_local(out, mesh, [Replicate()] * mesh.ndim, run_check=False)
 
 
-def _compiled_call(kernel, x, key, params):
+def _compiled_call(spec, x, key, params):
     """Under torch.compile, a DTensor op as Dynamo sees it: to_local, the op on this rank's block with its view as
     constants, from_local. Compiled code is cached by its graph and DTensor's metadata, which do not say which rank
     compiled it; with the view in the graph, each rank's block gets its own cache entry."""
-    if not isinstance(x, DTensor):
-        return kernel(x, key, *params)
     if params[-2] is not None:
         raise ValueError(_VIEW_OF_DTENSOR)
     view = global_view(x)
     key = _replicated_local(key, x.device_mesh)
     rest = [_block_like(p, x, "p") if isinstance(p, DTensor) else p for p in params[:-2]]
-    out = kernel(x.to_local(), key, *rest, *view)
+    out = spec.kernel(x.to_local(), key, *rest, *view)
     return DTensor.from_local(out, x.device_mesh, x.placements, run_check=False, shape=x.shape, stride=x.stride())
 
 
-_autograd.compiled_dtensor = _compiled_call
+_spec.SUBCLASS_CALLS.append((DTensor, _compiled_call))
 
-_RULES = {"uniform": _sampler("like", "state"), "quantize_noise": _sampler("x", "state"),
-          "dropout": _sampler("x", "state"), "normal": _sampler("like", "state"),
-          "truncated_normal": _sampler("like", "state"), "bernoulli": _sampler("like", "state"),
-          "bernoulli_tensor": _sampler("like", "state"), "randint": _sampler("like", "state"),
-          "exponential": _sampler("like", "state"),
-          "uniform_from_": _fused(ops.uniform, "like"),
-          "quantize_noise_from_": _fused(ops.quantize_noise, "x"),
+_RULES = {**{op.name: _sampler(op.input, "state") for op in SPECS.values()},
+          **{op.fused: _fused(op) for op in SPECS.values() if op.fused is not None},
           "bits": _on_key, "take_": _on_key, "split": _on_key, "fold_in": _on_key}
 for _op, _rule in _RULES.items():
     torch.library.register_torch_dispatch(f"rngx::{_op}", DTensor, _rule)

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from . import _autograd, _checks, _reuse
-from ._ops import ops
+from . import _autograd, _checks, _reuse, _spec
+from ._spec import blocks_of, ops, words_per_element
 
 __all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "exponential", "feature_alpha_dropout",
            "feature_dropout", "fold_in", "key", "multinomial", "normal", "quantize_noise", "randint", "randperm",
@@ -80,11 +80,13 @@ def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None, *, range:
         raise TypeError(f"numel must be an int, got {type(numel).__name__}")
     if isinstance(numel, int) and numel < 0:
         raise ValueError(f"numel must be >= 0, got {numel}")
-    if dtype not in _WORDS:
+    if dtype not in _spec.WORDS:
         raise TypeError(f"dtype must be a float or integer dtype, got {dtype}")
-    if op not in _OP_DTYPES:
-        raise ValueError(f"op must be None or one of {sorted(k for k in _OP_DTYPES if k)}, got {op!r}")
-    if dtype not in _OP_DTYPES[op]:
+    dtypes = _spec.output_dtypes(op) if op is None or isinstance(op, str) else None
+    if dtypes is None:
+        names = sorted([*_spec.SPECS, *_spec.COMPOSITE_WORDS])
+        raise ValueError(f"op must be None or one of {names}, got {op!r}")
+    if dtype not in dtypes:
         raise TypeError(f"{op} does not produce {dtype}")
     _check_range(op, dtype, range)
     return blocks_of(numel, dtype, op, range)
@@ -97,38 +99,9 @@ def _check_range(op, dtype, range):
         return
     if isinstance(range, bool) or not isinstance(range, (int, torch.SymInt)):
         raise TypeError(f"range (randint's high - low) must be an int, got {type(range).__name__}")
-    top = _U64 - 1 if dtype == torch.int64 else _RANDINT_NARROW
+    top = _U64 - 1 if dtype == torch.int64 else _spec.RANDINT_NARROW
     if isinstance(range, int) and not 1 <= range <= top:
         raise ValueError(f"range (randint's high - low) must be in [1, {top}] for {dtype}, got {range}")
-
-
-def blocks_of(numel, dtype, op=None, range=None):
-    """blocks_used without the argument checks, for callers that hold a tensor's numel and dtype. `op`: the
-    sampler's kind in _autograd (None, or an op taking rngx_words_per_element, means the default words); `range`:
-    randint's high - low."""
-    return (numel * words_per_element(dtype, op, range) + 3) // 4
-
-
-def words_per_element(dtype, op=None, range=None):
-    """The stream words one element of `dtype` takes in op `op` (docs/stream.md's table); randint's depend on its
-    range = high - low as well."""
-    if op == "randint" and dtype == torch.int64:
-        return 2 if range <= _RANDINT_NARROW else 4
-    return _OP_WORDS.get((op, dtype), _WORDS[dtype])
-
-
-_RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range (csrc: RNGX_RANDINT_NARROW), int64 4 above
-_WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
-          for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}  # stream words per element
-# Ops that take more words per element (csrc/kernels/ops.h: rngx_normal_words and the like; docs/stream.md).
-_OP_WORDS = {**{("truncated_normal", d): 2 for d in _checks.FLOAT_DTYPES},
-             **{("randint", d): 2 for d in _checks.RANDINT_DTYPES if d != torch.int64},
-             **{("randperm", d): 2 for d in _checks.RANDPERM_LIMITS},
-             **{("multinomial", d): 2 for d in _checks.FLOAT_DTYPES}}
-_OP_DTYPES = {None: tuple(_WORDS), "uniform": _checks.FLOAT_DTYPES, "normal": _checks.FLOAT_DTYPES,
-              "truncated_normal": _checks.FLOAT_DTYPES, "bernoulli": _checks.FLOAT_DTYPES,
-              "randint": tuple(_checks.RANDINT_DTYPES), "exponential": _checks.FLOAT_DTYPES,
-              "randperm": tuple(_checks.RANDPERM_LIMITS), "multinomial": _checks.FLOAT_DTYPES}
 
 
 def key(seed: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.int64) -> Tensor:
@@ -277,7 +250,7 @@ def quantize_noise(x: Tensor, state: Tensor, half: float = 0.5, *,
         >>> bool((rf.quantize_noise(x, rf.key(0)).abs() <= 0.5).all())
         True
     """
-    return _autograd.sample("noise", x, state, *_checks.for_noise(x, state, half, global_shape, global_start))
+    return _autograd.sample("quantize_noise", x, state, *_checks.for_noise(x, state, half, global_shape, global_start))
 
 
 def dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
@@ -345,8 +318,9 @@ def truncated_normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float 
         >>> bool(((w >= -0.5) & (w <= 0.5)).all())
         True
     """
-    params = _checks.for_truncated_normal(like, state, mean, std, a, b, dtype, global_shape, global_start)
-    return _autograd.sample("truncated_normal", like, state, *params)
+    spec = _spec.SPECS["truncated_normal"]
+    return _autograd.sample(spec.name, like, state, *spec.check(like, state, mean, std, a, b, dtype, global_shape,
+                                                                global_start))
 
 
 def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *,
@@ -567,8 +541,26 @@ def _feature_dropout(x, key, p, view):
     if p == 1:  # as torch: x * 0 (NaN stays NaN)
         return x * 0
     if _autograd.plain_eager_grad(x):  # backward recomputes the (N, C) scale from the key
-        return _autograd.ChannelDropout.apply(x, key, p, view)
+        return _ChannelDropout.apply(x, key, p, view)
     return x * _channel_mask(x, key, p, view)
+
+
+class _ChannelDropout(torch.autograd.Function):
+    """x * m[n, c] (feature_dropout) keeping only the key for backward, which makes m again: N * C words, against
+    the N * C values autograd would otherwise keep."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, key: Tensor, p: float, view: list) -> Tensor:
+        ctx.save_for_backward(key)
+        ctx.p, ctx.view, ctx.like = p, view, x.new_empty(()).expand(x.shape)  # x's shape and dtype, 1 element
+        return x * _channel_mask(x, key, p, view)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        (key,) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # a double backward differentiates this too
+            return _ChannelDropout.apply(grad, key, ctx.p, ctx.view), None, None, None
+        return grad * _channel_mask(ctx.like, key, ctx.p, ctx.view), None, None, None
 
 
 def _alpha_dropout(x, m, p):

@@ -282,7 +282,7 @@ def quantize(x: Tensor, mode: str = "noise", means: Tensor | None = None, *, gen
     _checks.float_tensor(x)
     view = _checks.global_view(x.shape, global_shape, global_start)
     if mode == "noise":
-        return draw("noise", x, owner_of(generator), x.dtype, 0.5, *view)
+        return draw("quantize_noise", x, owner_of(generator), x.dtype, 0.5, *view)
     if means is not None:
         _checks.tensor(means, "means")
         _checks.broadcasts(means, x.shape, "means", "x's")

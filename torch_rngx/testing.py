@@ -7,6 +7,7 @@ import torch
 
 from ._checks import FLOAT_DTYPES
 from ._ops import ops
+from ._spec import SPECS
 
 __all__ = ["layouts", "opcheck_all", "samples"]
 
@@ -58,10 +59,11 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
     batched = torch.stack([state, state + 1, state + 2]).view(3, 1, 1, 2)  # a key per slice of dim 0
     yield ops.seed_state.default, ()
     yield ops.take_.default, (state.clone(), 8)
+    fused = [spec for spec in SPECS.values() if spec.fused is not None]
     for dtype in FLOAT_DTYPES if torch.device(device).type == "cpu" else ():  # the CPU eager fast path's ops
         x = torch.randn(3, 5, device=device).to(dtype)
-        yield ops.uniform_from_.default, (state.clone(), x, -1.5, 2.0, None)
-        yield ops.quantize_noise_from_.default, (state.clone(), x, 0.5)
+        for spec in fused:
+            yield spec.fused_kernel.default, (state.clone(), x, *spec.examples(x)[0])
     for size in ([], [0], [7], [3, 5], [2, 0, 3]):
         for dtype in (torch.int32, torch.int64, torch.uint8):
             yield ops.bits.default, (size, state, dtype)
@@ -70,40 +72,9 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
         yield ops.split.default, (keys, 3)
         yield ops.fold_in.default, (keys, torch.tensor(5, device=device))
     yield ops.fold_in.default, (batched, torch.arange(3, device=device).view(3, 1, 1))
-    for dtype in FLOAT_DTYPES:
-        x = torch.randn(3, 4, 5, device=device).to(dtype).requires_grad_()
-        yield ops.uniform.default, (x, batched, 0.0, 1.0, None)
-        yield ops.quantize_noise.default, (x, batched, 0.5)
-        yield ops.dropout.default, (x, batched, 0.3)
-        for _, x in layouts(dtype, device):
-            for requires_grad in (False, True):
-                x = x.detach().requires_grad_(requires_grad)
-                yield ops.uniform.default, (x, state, -1.5, 2.0, None)
-                yield ops.quantize_noise.default, (x, state, 0.5)
-                for p in (0.0, 0.3, 1.0):
-                    yield ops.dropout.default, (x, state, p)
-        yield ops.uniform.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
-        # a global view: x is the block at (1, 2, 0) of a (6, 4, 5) tensor, batched keys over the global dim 0
-        view = ([6, 4, 5], [1, 2, 0])
-        wide = torch.stack([state + i for i in range(6)]).view(6, 1, 1, 2)
-        xs = torch.randn(3, 2, 5, device=device).to(dtype).requires_grad_()
-        yield ops.uniform.default, (xs, wide, -1.0, 1.0, None, *view)
-        yield ops.quantize_noise.default, (xs, state, 0.5, *view)
-        yield ops.dropout.default, (xs, wide, 0.3, *view)
-        yield ops.normal.default, (xs, wide, 0.5, 2.0, None, *view)
-        yield ops.truncated_normal.default, (xs, state, 0.0, 1.0, -2.0, 2.0, None, *view)
-        yield ops.bernoulli.default, (xs, wide, 0.3, *view)
-        yield ops.bernoulli_tensor.default, (xs, state, torch.full((5,), 0.4, device=device).to(dtype).expand(3, 2, 5),
-                                             *view)
-        yield ops.exponential.default, (xs, wide, 1.5, None, *view)
-        yield from _sampler_samples(dtype, state, batched, device)
+    for spec in SPECS.values():
+        yield from _spec_samples(spec, state, batched, device)
     yield ops.bits.default, ([3, 2, 5], state, torch.int64, [6, 4, 5], [1, 2, 0])
-    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
-        for _, x in layouts(torch.float32, device):
-            yield ops.randint.default, (x, state, 0, 100, dtype)
-        yield ops.randint.default, (torch.empty(3, 4, 5, device=device), batched, 2, 9, dtype)
-        yield ops.randint.default, (torch.empty(3, 2, 5, device=device), state, -3, 100, dtype if dtype != torch.uint8
-                                    else torch.int8, [6, 4, 5], [1, 2, 0])
     # multinomial's race: one key, a key per row, with (draws > 1) and without replacement (need > 1)
     weights = torch.rand(3, 5, dtype=torch.float64, device=device) + 0.1
     for keys in (state, batched.view(3, 1, 1, 2)):
@@ -112,25 +83,27 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
     yield ops.race.default, (weights[0], state, 2, 1)
 
 
-def _sampler_samples(dtype, state, batched, device):
-    """normal, truncated_normal, bernoulli and exponential on every layout of one float dtype, with one key and
-    batched."""
-    x = torch.randn(3, 4, 5, device=device).to(dtype)
-    yield ops.normal.default, (x, batched, 0.5, 2.0, None)
-    yield ops.exponential.default, (x, batched, 2.0, None)
-    yield ops.truncated_normal.default, (x, batched, 0.0, 1.0, -2.0, 2.0, None)
-    yield ops.bernoulli.default, (x, batched, 0.3)
-    for _, x in layouts(dtype, device):
-        for requires_grad in (False, True):
-            x = x.detach().requires_grad_(requires_grad)
-            yield ops.normal.default, (x, state, 0.0, 1.0, None)
-            yield ops.truncated_normal.default, (x, state, 1.0, 0.5, 0.0, 2.5, None)
-            yield ops.bernoulli.default, (x, state, 0.3)
-            p = torch.rand(x.shape[-1:] if x.dim() else (), device=device).to(dtype).expand(x.shape)
-            yield ops.bernoulli_tensor.default, (x, state, p)
-            yield ops.exponential.default, (x, state, 1.0, None)
-    yield ops.normal.default, (torch.empty(3, 4, device=device), state, 0.0, 1.0, dtype)
-    yield ops.exponential.default, (torch.empty(3, 4, device=device), state, 0.5, dtype)
+def _spec_samples(spec, state, batched, device):
+    """One sampling op (_spec.Op) with each of its example params: batched keys, every layout of each input dtype
+    with and without requires_grad, another output dtype, and a global view."""
+    op = spec.kernel.default
+    for dtype in spec.input_dtypes:
+        x = torch.randn(3, 4, 5, device=device).to(dtype).requires_grad_()
+        for params in spec.examples(x):
+            yield op, (x, batched, *params)
+        for _, x in layouts(dtype, device):
+            for requires_grad in (False, True):
+                x = x.detach().requires_grad_(requires_grad)
+                for params in spec.examples(x):
+                    yield op, (x, state, *params)
+        plain = torch.empty(3, 4, device=device)
+        params = spec.examples(plain)[0]
+        if spec.out_dtype([plain, state, *params]) is None and "dtype" in [a.name for a in op._schema.arguments]:
+            yield op, (plain, state, *params[:-1], dtype)
+        # a global view: x is the block at (1, 2, 0) of a (6, 4, 5) tensor, batched keys over the global dim 0
+        xs = torch.randn(3, 2, 5, device=device).to(dtype).requires_grad_()
+        wide = torch.stack([state + i for i in range(6)]).view(6, 1, 1, 2)
+        yield op, (xs, wide, *spec.examples(xs)[0], [6, 4, 5], [1, 2, 0])
 
 
 def opcheck_all(device: torch.device | str = "cpu") -> int:
