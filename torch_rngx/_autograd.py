@@ -17,13 +17,13 @@ op calls' worth of time.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
 
 import torch
 
 from . import _ops, _replay, _reuse, _spec
 from ._spec import SPECS, ops
 from ._torch import AutoDispatchBelowAutograd, peek_interpreter_stack
+
 
 def _rows(info, x_dim, x):
     """x with its vmapped dim first (expanded when x itself is not batched)."""

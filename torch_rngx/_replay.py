@@ -14,6 +14,8 @@ torch.compile's partitioner for a plain checkpoint), or in a checkpoint nested i
 import weakref
 from typing import Any, Callable, Optional
 
+import torch
+
 from ._torch import checkpoint_frame, current_graph_task_id, saved_tensors_hooks_active
 
 # frame -> [(id of the Generator's state or None, key)]

@@ -15,11 +15,13 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from . import _C  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
-from . import _checks
+from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
+    _C,  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
+    _checks,
+)
 from ._torch import AutoDispatchBelowAutograd
 
-ops = torch.ops.rngx
+ops: Any = torch.ops.rngx
 
 # Stream words per element by dtype (docs/stream.md): 2 for the 64-bit types, else 1.
 WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
@@ -109,7 +111,7 @@ def _probabilities_like(x: torch.Tensor) -> list:
 
 _RANDINT_DTYPES = tuple(_checks.RANDINT_DTYPES)
 RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range, int64 4 above (csrc/kernels/ops.h)
-SPECS = {op.name: op for op in (
+SPECS: dict[str, Op] = {op.name: op for op in (
     Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)], fused="uniform_from_"),
     Op("quantize_noise", _checks.for_noise, input="x", derivative="identity", examples=lambda x: [(0.5,)],
        fused="quantize_noise_from_"),
@@ -134,10 +136,9 @@ COMPOSITE_WORDS = {"randperm": {d: 2 for d in _checks.RANDPERM_LIMITS},
 def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> int:
     """The stream words one element of `dtype` takes in op `op` (None: the default words; docs/stream.md);
     randint's depend on its range = high - low as well."""
-    spec = SPECS.get(op)
-    if spec is not None:
-        return spec.words_per_element(dtype, range)
-    return COMPOSITE_WORDS.get(op, {}).get(dtype, WORDS[dtype])
+    if op in SPECS:
+        return SPECS[op].words_per_element(dtype, range)
+    return COMPOSITE_WORDS.get(op or "", {}).get(dtype, WORDS[dtype])
 
 
 def blocks_of(numel: Any, dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> Any:
