@@ -89,6 +89,12 @@ def test_seed_state_has_an_ordered_effect():
     assert _get_effect(torch.ops.rngx.seed_state.default) == torch.library.EffectType.ORDERED
 
 
+def test_schema_arguments_carry_names_and_defaults():
+    args = _torch.schema_arguments(torch.ops.rngx.uniform.default)
+    assert [a.name for a in args][:4] == ["like", "state", "low", "high"]
+    assert [a.default_value for a in args[4:]] == [None, None, None]
+
+
 def test_argument_names_follow_the_schema():
     assert _torch.argument_names(torch.ops.rngx.dropout.default) == ["x", "state", "p", "global_shape",
                                                                      "global_start"]

@@ -212,11 +212,13 @@ def _compiled(kind, x, key, params):
 
 
 def sample(kind, x, key, *params):
+    # Keys of any strides give their contiguous copy's values; the key-reuse checker sees the caller's key.
     if torch.compiler.is_compiling():
         _reuse.traced(key, kind)
-        return _compiled(kind, x, key, params)
+        return _compiled(kind, x, key.contiguous(), params)
     if _reuse.active is not None:
         _record(kind, x, key, params)
+    key = key.contiguous()
     if peek_interpreter_stack() is not None:  # inside a torch.func transform
         return SAMPLE[kind].apply(x, key, *params)
     return _eager(kind, x, key, params)

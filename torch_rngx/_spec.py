@@ -19,7 +19,7 @@ from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which
     _C,  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
     _checks,
 )
-from ._torch import AutoDispatchBelowAutograd
+from ._torch import AutoDispatchBelowAutograd, argument_names, schema_arguments
 
 ops: Any = torch.ops.rngx
 
@@ -81,14 +81,14 @@ class Op:
 def positional(op: Any, args: tuple, kwargs: dict) -> list:
     """A call's arguments to the rngx op `op` in schema order, defaults filled in."""
     out = list(args)
-    for a in op.default._schema.arguments[len(args):]:
+    for a in schema_arguments(op.default)[len(args):]:
         out.append(kwargs[a.name] if a.name in kwargs else a.default_value)
     return out
 
 
 def out_dtype(op: Any, args: list) -> Optional[torch.dtype]:
     """The output dtype a call of `op` asks for, its arguments in schema order (None: the input's)."""
-    names = [a.name for a in op.default._schema.arguments]
+    names = argument_names(op.default)
     return args[names.index("dtype")] if "dtype" in names else None
 
 

@@ -106,12 +106,17 @@ def register_ordered_effect(lib: torch.library.Library, op: str) -> None:
     lib._register_effectful_op(op, torch.library.EffectType.ORDERED)
 
 
+def schema_arguments(op: torch._ops.OpOverload) -> list[Any]:
+    """An op overload's schema arguments, in order (each with .name and .default_value)."""
+    try:
+        return list(op._schema.arguments)
+    except AttributeError:
+        raise _missing("OpOverload._schema", "an op's arguments, for the op spec and the DTensor rules") from None
+
+
 def argument_names(op: torch._ops.OpOverload) -> list[str]:
     """The names of an op overload's schema arguments, in order."""
-    try:
-        return [a.name for a in op._schema.arguments]
-    except AttributeError:
-        raise _missing("OpOverload._schema", "the argument names of an op, for the DTensor rules") from None
+    return [a.name for a in schema_arguments(op)]
 
 
 # ---- torch.compile ----
