@@ -222,6 +222,7 @@ _SAMPLERS_ONE_CALL = {
 
 @pytest.mark.parametrize("name", sorted(_SAMPLERS_ONE_CALL) + ["randint_like"])
 @pytest.mark.parametrize("numel", [1, 7, 1024, (1 << 15) + 3])  # the last one takes the two-call path
+@pytest.mark.key_reuse_ok("checks the one-call path, which the checker leaves to read each key")
 def test_sampler_fast_path_equals_step_then_op(name, numel):
     """normal, bernoulli and randint with a CPU Generator: the one-call path gives the two-call path's values and
     moves the Generator as far, at every dtype and at the offset's wrap."""
