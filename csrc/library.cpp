@@ -35,16 +35,19 @@ void step_in_place(int64_t* s, uint64_t blocks) {
   s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // wraps modulo 2^64
 }
 
-Tensor take_(Tensor state, int64_t blocks) {
+Tensor step(const char* op, Tensor& state, int64_t blocks) {
   rngx_glue::check_state(state);
   STD_TORCH_CHECK(state.scalar_type() == torch::headeronly::ScalarType::Long && state.dim() == 1 &&
                       state.size(0) == 2,
-                  "rngx.take_: state must be a Generator's: an int64 tensor of shape (2,) = [seed, offset]");
-  STD_TORCH_CHECK(blocks >= 0, "rngx.take_: blocks must be >= 0, got ", blocks);
+                  op, ": state must be a Generator's: an int64 tensor of shape (2,) = [seed, offset]");
+  STD_TORCH_CHECK(blocks >= 0, op, ": blocks must be >= 0, got ", blocks);
   Tensor taken;
   rngx_glue::take_key(state, static_cast<uint64_t>(blocks), &taken);
   return taken;
 }
+
+Tensor take_(Tensor state, int64_t blocks) { return step("rngx.take_", state, blocks); }
+Tensor step_(Tensor state, int64_t blocks) { return step("rngx.step_", state, blocks); }
 
 // What STABLE_TORCH_LIBRARY(rngx, m) does, with its errors handled. The macro's constructor ignores a failed init
 // and then defines through a null handle: a crash when another copy of this library, loaded from another path,

@@ -51,9 +51,12 @@
   X(bernoulli_from_, "bernoulli_from_(Tensor(a!) state, Tensor like, float p) -> Tensor")                        \
   X(randint_from_, "randint_from_(Tensor(a!) state, Tensor like, int low, int high, ScalarType dtype) -> Tensor")
 
-// A Generator's step: returns the key for one call, and moves the offset past `blocks` in place. One kernel for
-// every device (library.cpp).
-#define RNGX_ANY_DEVICE_OPS(X) X(take_, "take_(Tensor(a!) state, SymInt blocks) -> Tensor")
+// A Generator's step: returns the key for one call, and moves the offset past `blocks` in place, under the one lock
+// of every state's step (library.cpp). One kernel for every device. A process with Python registers take_'s
+// checkpoint journal over it for CPU and CUDA (torch_rngx/_ops.py); step_ is the bare step that journal calls.
+#define RNGX_ANY_DEVICE_OPS(X)                                                                                     \
+  X(take_, "take_(Tensor(a!) state, SymInt blocks) -> Tensor")                                                     \
+  X(step_, "step_(Tensor(a!) state, SymInt blocks) -> Tensor")
 
 // A sampler's schema from its row.
 #define RNGX_DTYPE_SCHEMA_DTYPE_OPTIONAL ", ScalarType? dtype=None"

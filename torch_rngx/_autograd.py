@@ -56,17 +56,12 @@ def _record(kind, x, key, params):
     global view, its block's."""
     d = params[-3] if len(params) >= 3 else None
     dtype = d if isinstance(d, torch.dtype) else x.dtype
-    _reuse.active.draw(kind, key, x.shape, _spec.words_per_element(dtype, kind, _range(kind, params)), *params[-2:])
+    _reuse.active.draw(kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:])
 
 
 def _record_taken(kind, key, numel, dtype, params):
     """Tells the key-reuse checker (on) the blocks a Generator advanced past for one call."""
-    _reuse.active.blocks(kind, key, [(0, _spec.blocks_of(numel, dtype, kind, _range(kind, params)))])
-
-
-def _range(kind, params):
-    """randint's high - low (params start with low, high), on which its words per element depend; else None."""
-    return params[1] - params[0] if kind == "randint" else None
+    _reuse.active.blocks(kind, key, [(0, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))])
 
 
 def plain_tensors():
@@ -79,7 +74,7 @@ def _draw(owner, numel, dtype, kind=None, params=()):
     the op's, as sample takes them)."""
     if owner is None:
         return ops.seed_state()
-    return ops.take_(owner, _spec.blocks_of(numel, dtype, kind, _range(kind, params)))
+    return ops.take_(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
 
 
 _RANDOMNESS_ERROR = (
@@ -224,7 +219,7 @@ def sample(kind, x, key, *params):
     return _eager(kind, x, key, params)
 
 
-FUSED_MAX = 1 << 15  # up to one thread's work: holding the Generator lock through the kernel costs nothing
+FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
 
 
 def draw(kind, x, owner, dtype, *params):
@@ -241,7 +236,7 @@ def draw(kind, x, owner, dtype, *params):
             and x.numel() <= FUSED_MAX
             and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
             and _replay.plain_eager()):
-        with _ops.take_lock, AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node
+        with AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node; its step holds the C++ lock
             return spec.fused_kernel(owner, x, *params[:-2])
     return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind, params), params)
 
@@ -261,7 +256,7 @@ def _eager_key(owner, numel, dtype, kind=None, params=()):
         return _draw(owner, numel, dtype, kind, params)
     if owner is None:
         return _ops.fresh_seed()
-    return _ops.advance(owner, _spec.blocks_of(numel, dtype, kind, _range(kind, params)))
+    return _ops.advance(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
 
 
 class KeyDraw(torch.autograd.Function):

@@ -114,9 +114,12 @@ torch.library.register_autograd("rngx::race", _sample_backward, setup_context=_s
 # ---- take_: a Generator's step. Returns the state for one call and advances the offset in place ----
 # A custom op, not clone() + add_(): a compiled backward must save this snapshot, never the mutated state
 # (AOTAutograd would otherwise recompute the clone from the generator's state after it advanced).
-# The lock makes the read and the advance one step, so threads sharing a Generator never get the same words
-# (docs/guarantees.md, "Threads"). The op is opaque to torch.compile, so the lock is never traced. Inside a
-# checkpointed region the key is journaled, and a recomputation replays it (_replay.py).
+# The step is one read-and-advance under a lock, so threads sharing a Generator never get the same words
+# (docs/guarantees.md, "Threads"). A CPU state steps in C++ (rngx::step_) under the one mutex that the one-call ops
+# (uniform_from_, ...) also hold. A CUDA state steps on its device in stream order under take_lock: the C++ step
+# would copy it to the host and wait, and no C++ op of a Python process steps a CUDA state. The op is opaque to
+# torch.compile, so no lock is ever traced. Inside a checkpointed region the key is journaled, and a
+# recomputation replays it (_replay.py).
 take_lock = threading.Lock()
 
 
@@ -130,7 +133,9 @@ def _check_take(state, blocks):
 
 
 def advance(state, blocks):
-    """The key for one call, then the offset moved past its blocks: one step under the lock."""
+    """The key for one call, then the offset moved past its blocks: one step under the state's lock."""
+    if state.is_cpu:
+        return torch.ops.rngx.step_(state, blocks)
     with take_lock:
         taken = state.clone()
         state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
@@ -148,6 +153,7 @@ for _key in ("CPU", "CUDA"):
     _lib.impl("take_", _take, _key)
 
 
+@torch.library.register_fake("rngx::step_")
 @torch.library.register_fake("rngx::take_")
 def _(state, blocks):
     _check_take(state, blocks)

@@ -141,6 +141,11 @@ def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optio
     return COMPOSITE_WORDS.get(op or "", {}).get(dtype, WORDS[dtype])
 
 
+def range_of(op: Optional[str], params: Sequence[Any]) -> Optional[int]:
+    """randint's high - low (its params start with low, high), on which its words per element depend; else None."""
+    return params[1] - params[0] if op == "randint" else None
+
+
 def blocks_of(numel: Any, dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> Any:
     """Philox blocks a call on `numel` elements of `dtype` in op `op` takes (functional.blocks_used, unchecked;
     `range`: randint's high - low)."""

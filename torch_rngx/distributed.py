@@ -12,7 +12,7 @@ first DTensor argument of a torch_rngx function imports it (_checks.tensor), as 
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
-from . import _spec
+from . import _ops, _spec
 from ._spec import SPECS, blocks_of
 from ._torch import argument_names, shard_order
 
@@ -130,17 +130,15 @@ def _block_like(t, x, name):
 
 
 def _fused(spec):
-    """The rule for a Generator's fused step-and-draw (spec.fused): the step by the global tensor's blocks, then
-    the sampler, whose own rule draws this rank's block. The caller (_autograd.draw) holds the Generator lock
-    already, so the step here takes no lock."""
+    """The rule for a Generator's fused step-and-draw (spec.fused): the step by the global tensor's blocks (the
+    Generator's step, under its lock), then the sampler, whose own rule draws this rank's block."""
 
     def rule(cls, func, types, args, kwargs):
         a = _bind(func, args, kwargs)
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
-        key = state.clone()
-        span = a["high"] - a["low"] if spec.name == "randint" else None  # randint's words depend on its range
-        state[1:].add_(blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
+        span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
+        key = _ops.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
         return spec.kernel(state=key, **a)
 
     return rule

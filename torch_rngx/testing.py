@@ -60,6 +60,7 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
     batched = torch.stack([state, state + 1, state + 2]).view(3, 1, 1, 2)  # a key per slice of dim 0
     yield ops.seed_state.default, ()
     yield ops.take_.default, (state.clone(), 8)
+    yield ops.step_.default, (state.clone(), 8)
     fused = [spec for spec in SPECS.values() if spec.fused is not None]
     for dtype in FLOAT_DTYPES if torch.device(device).type == "cpu" else ():  # the CPU eager fast path's ops
         x = torch.randn(3, 5, device=device).to(dtype)
