@@ -61,8 +61,8 @@ pytest: $(SO)
 
 test: ctest pytest
 
-# ruff check and mypy on torch_rngx/, configured in pyproject.toml; both pinned, installed into the venv on first use.
-# [tool.ruff.format] is configured, but `ruff format --check` is not run yet.
+# ruff (check and format --check) and mypy on torch_rngx/, configured in pyproject.toml; both pinned, installed into
+# the venv on first use. `ruff format torch_rngx` fixes what format --check reports.
 RUFF_VERSION ?= 0.17.5
 MYPY_VERSION ?= 2.4.1
 
@@ -72,6 +72,7 @@ $(VENV)/.lint-stamp: $(VENV)/.stamp
 
 lint: $(VENV)/.lint-stamp
 	$(VENV)/bin/ruff check torch_rngx
+	$(VENV)/bin/ruff format --check torch_rngx
 	$(VENV)/bin/mypy
 
 # The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the suite and the single-process

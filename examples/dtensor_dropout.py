@@ -16,7 +16,6 @@ import torch.multiprocessing as mp
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
-import torch_rngx.distributed  # noqa: F401  (DTensor support)
 import torch_rngx.functional as rf
 
 WORLD, SHAPE, P = 4, (6, 10), 0.5

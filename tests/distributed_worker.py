@@ -233,11 +233,13 @@ def routed(mesh, pl, tag):
     def calls(x):
         return [torch.rand_like(x), torch.randn_like(x), torch.nn.functional.dropout(x, 0.3), torch.bernoulli(x, 0.4)]
 
-    def on_intermediates(x):  # DTensors made by the call itself (compiled, global_view cannot read their spec yet)
+    def on_intermediates(x):  # DTensors made by the call itself
         return [torch.empty_like(x).uniform_(-0.5, 0.5), torch.bernoulli(x.abs().clamp(max=1))]
 
     for how, fn, ref_fn in (("eager", calls, calls), ("eager, intermediates", on_intermediates, on_intermediates),
-                            ("compiled", torch.compile(calls, fullgraph=True), calls)):
+                            ("compiled", torch.compile(calls, fullgraph=True), calls),
+                            ("compiled, intermediates", torch.compile(on_intermediates, fullgraph=True),
+                             on_intermediates)):
         def run(how=how, fn=fn, ref_fn=ref_fn):
             g, ref = torch_rngx.Generator(13), torch_rngx.Generator(13)
             with torch_rngx.mode(generator=g):

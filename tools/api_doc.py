@@ -25,7 +25,7 @@ MODULES = {
                              "same values and is never modified. Import it as `import torch_rngx.functional as rf`.",
     "torch_rngx.testing": "torch.library.opcheck over every op, for your CI.",
     "torch_rngx.debug": "Debugging aids: the key-reuse checker (docs/guide.md, \"Catching key reuse\").",
-    "torch_rngx.distributed": "DTensor support (`import torch_rngx.distributed` once; docs/distributed.md).",
+    "torch_rngx.distributed": "DTensor support, registered by `import torch_rngx` (docs/distributed.md).",
 }
 _SECTION = re.compile(r"^(Args:|Keyword args:|Example::)$")
 _STANDS_IN = re.compile(r"``(torch\.[^`]+|CompressAI's [^`]+)``")

@@ -1,6 +1,9 @@
 """torch-rngx: counter-based (Philox4x32-10) random ops for PyTorch that compile whole and give bitwise
 the same values eager, compiled and exported, in any memory layout."""
+
 import os
+
+import torch
 
 from . import debug, functional, nn, testing  # noqa: F401
 from ._mode import UncoveredRandomWarning, mode
@@ -27,10 +30,39 @@ from .random import (
     uniform_like,
 )
 
-__all__ = ["Generator", "UncoveredRandomWarning", "alpha_dropout", "bernoulli_like", "blocks_used",
-           "checkpoint_context", "debug", "dropout", "dropout1d", "dropout2d", "dropout3d", "exponential_like",
-           "feature_alpha_dropout", "functional", "include_dir", "mode", "multinomial", "nn", "normal_like", "quantize",
-           "rand_like", "randint_like", "randn_like", "randperm", "testing", "uniform_like"]
+if torch.distributed.is_available():
+    # DTensor's dispatch rules for the rngx ops. torch._dynamo, which the package imports, has loaded DTensor
+    # already, and a compiled function could not import them on meeting its first DTensor.
+    from . import distributed  # noqa: F401
+
+__all__ = [
+    "Generator",
+    "UncoveredRandomWarning",
+    "alpha_dropout",
+    "bernoulli_like",
+    "blocks_used",
+    "checkpoint_context",
+    "debug",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "exponential_like",
+    "feature_alpha_dropout",
+    "functional",
+    "include_dir",
+    "mode",
+    "multinomial",
+    "nn",
+    "normal_like",
+    "quantize",
+    "rand_like",
+    "randint_like",
+    "randn_like",
+    "randperm",
+    "testing",
+    "uniform_like",
+]
 __version__ = "0.3.0"
 
 

@@ -14,6 +14,7 @@ The Functions are what torch.func needs; elsewhere the ops are called directly, 
 formulas: torch.compile does not trace a custom jvp, and in plain eager code an autograd.Function costs several
 op calls' worth of time.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,7 +57,9 @@ def _record(kind, x, key, params):
     global view, its block's."""
     d = params[-3] if len(params) >= 3 else None
     dtype = d if isinstance(d, torch.dtype) else x.dtype
-    _reuse.active.draw(kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:])
+    _reuse.active.draw(
+        kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:]
+    )
 
 
 def _record_taken(kind, key, numel, dtype, params):
@@ -80,7 +83,8 @@ def _draw(owner, numel, dtype, kind=None, params=()):
 _RANDOMNESS_ERROR = (
     "vmap: a stateful torch_rngx call (generator=None, a Generator or a module's RNG state) draws random numbers, "
     "and vmap's randomness='error' forbids that. Pass randomness='same' (every row gets the same values) or "
-    "'different' (the call on the whole batch), or vmap the stateless torch_rngx.functional ops with explicit keys.")
+    "'different' (the call on the whole batch), or vmap the stateless torch_rngx.functional ops with explicit keys."
+)
 
 
 def _functions(spec):
@@ -232,10 +236,16 @@ def draw(kind, x, owner, dtype, *params):
         _record_taken(kind, key, _numel(x, params), dtype, params)
         return _eager(kind, x, key, params)
     spec = SPECS[kind]
-    if (spec.fused is not None and owner is not None and owner.is_cpu and x.is_cpu and params[-2] is None
-            and x.numel() <= FUSED_MAX
-            and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
-            and _replay.plain_eager()):
+    if (
+        spec.fused is not None
+        and owner is not None
+        and owner.is_cpu
+        and x.is_cpu
+        and params[-2] is None
+        and x.numel() <= FUSED_MAX
+        and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
+        and _replay.plain_eager()
+    ):
         with AutoDispatchBelowAutograd():  # one dispatcher call, no autograd node; its step holds the C++ lock
             return spec.fused_kernel(owner, x, *params[:-2])
     return _eager(kind, x, _eager_key(owner, _numel(x, params), dtype, kind, params), params)
@@ -290,8 +300,12 @@ class KeyDraw(torch.autograd.Function):
 
 def plain_eager_grad(x):
     """Plain eager code (not compiled, not inside a torch.func transform) where a gradient can flow to x."""
-    return (x.requires_grad and torch.is_grad_enabled() and not torch.compiler.is_compiling()
-            and peek_interpreter_stack() is None)
+    return (
+        x.requires_grad
+        and torch.is_grad_enabled()
+        and not torch.compiler.is_compiling()
+        and peek_interpreter_stack() is None
+    )
 
 
 def _eager(kind, x, key, params):

@@ -1,10 +1,9 @@
 """Argument checks shared by the public functions and the fake kernels: each error names its argument."""
+
 import functools
-import importlib
 import math
 import numbers
 import struct
-import sys
 
 import torch
 
@@ -17,19 +16,8 @@ MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
 
 
 def tensor(t, name):
-    if type(t) is not torch.Tensor:
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        _dtensor_rules(t)
-
-
-def _dtensor_rules(t):
-    """A DTensor argument needs torch_rngx.distributed's dispatch rules: they are registered at the first one.
-    Importing torch_rngx.distributed with torch's DTensor already loaded costs little; importing it with
-    torch_rngx would load DTensor for every user."""
-    dtensor = sys.modules.get("torch.distributed.tensor")
-    if dtensor is not None and isinstance(t, dtensor.DTensor) and "torch_rngx.distributed" not in sys.modules:
-        importlib.import_module("torch_rngx.distributed")
+    if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
 
 
 def state(s, name="state", shape=None):
@@ -43,9 +31,11 @@ def state(s, name="state", shape=None):
     if shape is not None and s.dim() > 1:
         batch = tuple(s.shape[:-1])
         if len(batch) != len(shape) or any(b != 1 and b != n for b, n in zip(batch, shape)):
-            raise ValueError(f"{name} of shape {tuple(s.shape)} does not broadcast to the output {tuple(shape)}: "
-                             f"a batched state needs shape (*B, 2) with one batch dim per output dim, each 1 or "
-                             f"the output's size")
+            raise ValueError(
+                f"{name} of shape {tuple(s.shape)} does not broadcast to the output {tuple(shape)}: "
+                f"a batched state needs shape (*B, 2) with one batch dim per output dim, each 1 or "
+                f"the output's size"
+            )
     if s.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name} must be on the CPU or a CUDA device, got device {s.device}")
     if s.layout != torch.strided:  # any strides, though
@@ -180,10 +170,14 @@ def interval(low, high, dtype=None):
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
     # Under torch.compile the bounds may be symbolic floats, which the rounding cannot take: there the kernel
     # checks the same rule when it runs (RuntimeError, csrc/glue.h).
-    if (dtype not in (None, torch.float64) and not torch.compiler.is_compiling()
-            and not _finite_bounds(low, high, dtype)):
-        raise ValueError(f"low, high and high - low must be finite in {dtype}, the output dtype, "
-                         f"got low={low}, high={high}")
+    if (
+        dtype not in (None, torch.float64)
+        and not torch.compiler.is_compiling()
+        and not _finite_bounds(low, high, dtype)
+    ):
+        raise ValueError(
+            f"low, high and high - low must be finite in {dtype}, the output dtype, got low={low}, high={high}"
+        )
     return low, high
 
 
@@ -230,8 +224,10 @@ def fold_data(data, s, name="data") -> torch.Tensor:
         try:
             return torch.broadcast_to(data, s.shape[:-1]).contiguous()
         except RuntimeError:
-            raise ValueError(f"{name} of shape {tuple(data.shape)} does not broadcast to the state's batch shape "
-                             f"{tuple(s.shape[:-1])}") from None
+            raise ValueError(
+                f"{name} of shape {tuple(data.shape)} does not broadcast to the state's batch shape "
+                f"{tuple(s.shape[:-1])}"
+            ) from None
     if isinstance(data, bool) or not isinstance(data, int):
         raise TypeError(f"{name} must be an int in [0, 2^64) or an int64/uint64 tensor, got {type(data).__name__}")
     if not 0 <= data < 1 << 64:
@@ -262,8 +258,10 @@ def global_view(shape, global_shape, global_start):
             raise ValueError(f"{name} needs one entry per dim of the tensor ({len(shape)}), got {len(v)}")
     for d, (n, g, s) in enumerate(zip(shape, gshape, gstart)):
         if all(isinstance(v, int) for v in (n, g, s)) and s + n > g:
-            raise ValueError(f"global_shape and global_start do not contain the tensor: its dim {d} (size {n}) "
-                             f"starting at global_start[{d}]={s} ends past global_shape[{d}]={g}")
+            raise ValueError(
+                f"global_shape and global_start do not contain the tensor: its dim {d} (size {n}) "
+                f"starting at global_start[{d}]={s} ends past global_shape[{d}]={g}"
+            )
     return gshape, gstart
 
 
@@ -274,6 +272,7 @@ def _batch_shape(shape, view):
 
 # ---- one validator per op, shared by the public function and the fake kernel (so compile-time checks equal
 # eager ones); each returns the op's parameters as the kernels take them, ending with the global view ----
+
 
 def for_bits(size_, key, dtype, global_shape=None, global_start=None):
     size_ = size(size_)
@@ -316,8 +315,10 @@ def for_feature(x, key, p, global_shape=None, global_start=None, name="x"):
     view = global_view(x.shape, global_shape, global_start)
     state(key, shape=_batch_shape(x.shape, view))
     if key.dim() > 3 and any(b != 1 for b in key.shape[2:-1]):
-        raise ValueError(f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
-                         f"decision per (batch, channel), so only the first two batch dims may be larger than 1")
+        raise ValueError(
+            f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
+            f"decision per (batch, channel), so only the first two batch dims may be larger than 1"
+        )
     same_device(x, key, name)
     return probability(p), *view
 
@@ -387,8 +388,14 @@ def probabilities(p):
     if isinstance(p, torch.Tensor) and hasattr(p, "to_local"):  # a DTensor: each rank checks its own block
         probabilities(p.to_local())
         return p
-    if (isinstance(p, torch.Tensor) and p.device.type == "cpu" and not torch.compiler.is_compiling()
-            and peek_interpreter_stack() is None and p.numel() and not _in_unit(p)):
+    if (
+        isinstance(p, torch.Tensor)
+        and p.device.type == "cpu"
+        and not torch.compiler.is_compiling()
+        and peek_interpreter_stack() is None
+        and p.numel()
+        and not _in_unit(p)
+    ):
         raise ValueError("p must hold probabilities in [0, 1] (no NaN)")
     return p
 
@@ -398,8 +405,13 @@ def _in_unit(p):
     return bool(lo >= 0) and bool(hi <= 1)
 
 
-RANDINT_DTYPES = {torch.uint8: (0, 1 << 8), torch.int8: (-(1 << 7), 1 << 7), torch.int16: (-(1 << 15), 1 << 15),
-                  torch.int32: (-(1 << 31), 1 << 31), torch.int64: (-(1 << 63), (1 << 63) - 1)}
+RANDINT_DTYPES = {
+    torch.uint8: (0, 1 << 8),
+    torch.int8: (-(1 << 7), 1 << 7),
+    torch.int16: (-(1 << 15), 1 << 15),
+    torch.int32: (-(1 << 31), 1 << 31),
+    torch.int64: (-(1 << 63), (1 << 63) - 1),
+}
 
 
 def for_randint(like, key, low, high, dtype, global_shape=None, global_start=None):
@@ -433,9 +445,17 @@ def for_exponential(like, key, rate, dtype, global_shape=None, global_start=None
 
 
 # randperm's output dtypes and the largest n each holds: every value 0 .. n - 1 exact.
-RANDPERM_LIMITS = {torch.uint8: 1 << 8, torch.int8: 1 << 7, torch.int16: 1 << 15, torch.int32: 1 << 31,
-                   torch.int64: (1 << 63) - 1, torch.float16: (1 << 11) + 1, torch.bfloat16: (1 << 8) + 1,
-                   torch.float32: (1 << 24) + 1, torch.float64: (1 << 53) + 1}
+RANDPERM_LIMITS = {
+    torch.uint8: 1 << 8,
+    torch.int8: 1 << 7,
+    torch.int16: 1 << 15,
+    torch.int32: 1 << 31,
+    torch.int64: (1 << 63) - 1,
+    torch.float16: (1 << 11) + 1,
+    torch.bfloat16: (1 << 8) + 1,
+    torch.float32: (1 << 24) + 1,
+    torch.float64: (1 << 53) + 1,
+}
 
 
 def for_randperm(n, key, dtype, device=None):
@@ -474,12 +494,15 @@ def for_multinomial(probs, key, num_samples, replacement):
     if isinstance(num_samples, int) and num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     if not replacement and isinstance(num_samples, int) and isinstance(cats, int) and num_samples > cats:
-        raise ValueError(f"num_samples ({num_samples}) must be <= the number of categories ({cats}) without "
-                         f"replacement")
+        raise ValueError(
+            f"num_samples ({num_samples}) must be <= the number of categories ({cats}) without replacement"
+        )
     state(key)
     if key.dim() > 1 and (probs.dim() != 2 or tuple(key.shape) != (probs.shape[0], 2)):
-        raise ValueError(f"state of shape {tuple(key.shape)}: a batched state for multinomial must be (R, 2), one key "
-                         f"per row of a 2-D input (R, C), got input {tuple(probs.shape)}")
+        raise ValueError(
+            f"state of shape {tuple(key.shape)}: a batched state for multinomial must be (R, 2), one key "
+            f"per row of a 2-D input (R, C), got input {tuple(probs.shape)}"
+        )
     same_device(probs, key, "input")
     if key.dim() > 1:
         key = key.reshape(key.shape[0], 1, 1, 2)
@@ -491,12 +514,19 @@ def weights(probs, need):
     """torch.multinomial's value checks for the eager public functions on CPU tensors (data-dependent, so compiled
     code and torch.func transforms leave them to the CPU kernel): every weight finite and >= 0, and each row with at
     least `need` positive weights (1 with replacement, num_samples without)."""
-    if (probs.device.type != "cpu" or torch.compiler.is_compiling()
-            or peek_interpreter_stack() is not None or probs.numel() == 0):
+    if (
+        probs.device.type != "cpu"
+        or torch.compiler.is_compiling()
+        or peek_interpreter_stack() is not None
+        or probs.numel() == 0
+    ):
         return
     if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()):
         raise ValueError("input must hold finite weights >= 0 (no inf, NaN or negative values)")
     if bool(((probs > 0).sum(-1) < need).any()):
-        raise ValueError("input has a row with no positive weight" if need == 1 else
-                         f"input has a row with fewer than num_samples = {need} positive weights: sampling without "
-                         f"replacement needs that many")
+        raise ValueError(
+            "input has a row with no positive weight"
+            if need == 1
+            else f"input has a row with fewer than num_samples = {need} positive weights: sampling without "
+            f"replacement needs that many"
+        )

@@ -1,4 +1,5 @@
 """torch_rngx.nn.init: weight initialisers like torch.nn.init's, drawing from torch-rngx streams."""
+
 from __future__ import annotations
 
 import torch
@@ -15,8 +16,15 @@ def __dir__():
     return __all__
 
 
-def trunc_normal_(tensor: torch.Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, *,
-                  generator: Generator | RNG | None = None) -> torch.Tensor:
+def trunc_normal_(
+    tensor: torch.Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    *,
+    generator: Generator | RNG | None = None,
+) -> torch.Tensor:
     """Stands in for ``torch.nn.init.trunc_normal_``: fills `tensor` in place (under no_grad) with N(mean, std^2)
     conditioned on [a, b] (absolute bounds), every value in [a, b]; returns `tensor`. The values are
     functional.truncated_normal's with the key drawn from `generator`.

@@ -11,6 +11,7 @@ Two mechanisms, because torch.compile sees torch functions in two ways:
 Each routed call is the matching torch_rngx function with generator= the mode's, so it advances the stream by exactly
 what that function consumes and gives its bits, eager and compiled alike.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,6 +50,7 @@ class UncoveredRandomWarning(UserWarning):
 
 # ---- routes: torch's signature in, the matching torch_rngx call out; None means "not ours, stay torch's" ----
 
+
 def _size(args, kwargs):
     size = kwargs.pop("size", None)
     if size is None:
@@ -58,8 +60,12 @@ def _size(args, kwargs):
 
 def _plain(kwargs):
     """Only the keywords a routed creation call understands: no generator, out=, layout or pin_memory."""
-    return (kwargs.get("generator") is None and kwargs.get("out") is None and kwargs.get("pin_memory") in (None, False)
-            and kwargs.get("layout") in (None, torch.strided))
+    return (
+        kwargs.get("generator") is None
+        and kwargs.get("out") is None
+        and kwargs.get("pin_memory") in (None, False)
+        and kwargs.get("layout") in (None, torch.strided)
+    )
 
 
 def _created(out, requires_grad):
@@ -82,6 +88,7 @@ def _creation(sampler):
             return None
         size = _size(args, kwargs)
         return _created(sampler(_new(size, kwargs), generator=g), kwargs.get("requires_grad", False))
+
     return route
 
 
@@ -90,6 +97,7 @@ def _like_route(sampler):
         if not _plain(kwargs):
             return None
         return _created(sampler(_like(input, kwargs), generator=g), kwargs.get("requires_grad", False))
+
     return route
 
 
@@ -105,8 +113,14 @@ def _randint(g, *args, **kwargs):
     else:
         high, *rest = args
         size = _size(rest, kwargs)
-    return _ints(torch.empty(size, device=kwargs.get("device")), low, high, kwargs.get("dtype") or torch.int64, g,
-                 kwargs.get("requires_grad", False))
+    return _ints(
+        torch.empty(size, device=kwargs.get("device")),
+        low,
+        high,
+        kwargs.get("dtype") or torch.int64,
+        g,
+        kwargs.get("requires_grad", False),
+    )
 
 
 def _ints(like, low, high, dtype, g, requires_grad=False):
@@ -149,6 +163,7 @@ def _bernoulli(g, input, p=None, *, generator=None, out=None):
 
 def _in_place(fill):
     """A Tensor.*_ method: self filled with the routed values, as torch does, under no_grad for a leaf."""
+
     def route(g, self, *args, generator=None, **kwargs):
         if generator is not None:
             return None
@@ -156,6 +171,7 @@ def _in_place(fill):
         if values is None:
             return None
         return self.copy_(values)
+
     return route
 
 
@@ -169,6 +185,7 @@ def _random_fill(g, self, *args, **kwargs):
 def _dropout(fn):
     def route(g, input, p=0.5, training=True, inplace=False):
         return fn(input, p, training, inplace, generator=g)
+
     return route
 
 
@@ -192,8 +209,9 @@ def _softmax_setup(ctx, inputs, output):
     ctx.out, ctx.dim = output, inputs[1]
 
 
-_softmax.register_autograd(lambda ctx, grad: (_softmax_backward(grad, ctx.out, ctx.dim), None),
-                           setup_context=_softmax_setup)
+_softmax.register_autograd(
+    lambda ctx, grad: (_softmax_backward(grad, ctx.out, ctx.dim), None), setup_context=_softmax_setup
+)
 
 
 def _softmax_of(x, dim):
@@ -204,8 +222,9 @@ def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
     """Math attention with our dropout on the probabilities: materialises the (L, S) weights, so it costs what
     torch's math backend costs. dropout_p == 0 draws nothing and stays torch's (fused kernels included)."""
     if dropout_p == 0.0:
-        return TF.scaled_dot_product_attention(query, key, value, attn_mask, 0.0, is_causal, scale=scale,
-                                               enable_gqa=enable_gqa)
+        return TF.scaled_dot_product_attention(
+            query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
     L, S = query.size(-2), key.size(-2)
     scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
     if enable_gqa:
@@ -240,8 +259,9 @@ def _init_kaiming_uniform(g, tensor, a=0, mode="fan_in", nonlinearity="leaky_rel
     return _init_uniform(g, tensor, -bound, bound, generator)
 
 
-def _randperm(g, n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
-              requires_grad=False):
+def _randperm(
+    g, n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False
+):
     if not _plain(dict(generator=generator, out=out, layout=layout, pin_memory=pin_memory)):
         return None
     return _created(rr.randperm(n, generator=g, dtype=dtype or torch.int64, device=device or "cpu"), requires_grad)
@@ -265,22 +285,33 @@ def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 
 _ROUTES = {
-    torch.rand: _creation(rr.rand_like), torch.randn: _creation(rr.randn_like), torch.randint: _randint,
-    torch.rand_like: _like_route(rr.rand_like), torch.randn_like: _like_route(rr.randn_like),
-    torch.randint_like: _randint_like, torch.normal: _normal, torch.bernoulli: _bernoulli,
+    torch.rand: _creation(rr.rand_like),
+    torch.randn: _creation(rr.randn_like),
+    torch.randint: _randint,
+    torch.rand_like: _like_route(rr.rand_like),
+    torch.randn_like: _like_route(rr.randn_like),
+    torch.randint_like: _randint_like,
+    torch.normal: _normal,
+    torch.bernoulli: _bernoulli,
     torch.Tensor.bernoulli: _bernoulli,
     torch.Tensor.uniform_: _in_place(lambda g, t, a=0.0, b=1.0: rr.uniform_like(t, a, b, generator=g)),
     torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: rr.normal_like(t, mean, std, generator=g)),
     torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
     torch.Tensor.random_: _in_place(_random_fill),
     torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
-    torch.randperm: _randperm, torch.multinomial: _multinomial, torch.Tensor.multinomial: _multinomial,
+    torch.randperm: _randperm,
+    torch.multinomial: _multinomial,
+    torch.Tensor.multinomial: _multinomial,
     TF.gumbel_softmax: _gumbel_softmax,
-    TF.dropout: _dropout(rr.dropout), TF.dropout1d: _dropout(rr.dropout1d), TF.dropout2d: _dropout(rr.dropout2d),
-    TF.dropout3d: _dropout(rr.dropout3d), TF.alpha_dropout: _dropout(rr.alpha_dropout),
+    TF.dropout: _dropout(rr.dropout),
+    TF.dropout1d: _dropout(rr.dropout1d),
+    TF.dropout2d: _dropout(rr.dropout2d),
+    TF.dropout3d: _dropout(rr.dropout3d),
+    TF.alpha_dropout: _dropout(rr.alpha_dropout),
     TF.feature_alpha_dropout: _dropout(rr.feature_alpha_dropout),
     TF.scaled_dot_product_attention: _sdpa,
-    torch.nn.init.uniform_: _init_uniform, torch.nn.init.normal_: _init_normal,
+    torch.nn.init.uniform_: _init_uniform,
+    torch.nn.init.normal_: _init_normal,
     torch.nn.init.kaiming_uniform_: _init_kaiming_uniform,
 }
 
@@ -295,15 +326,38 @@ def _name(func):
     return f"{module}.{func.__name__}"
 
 
-_TENSOR_METHODS = {getattr(torch.Tensor, n) for n in ("bernoulli", "bernoulli_", "normal_", "uniform_", "random_",
-                                                      "cauchy_", "log_normal_", "geometric_", "exponential_",
-                                                      "multinomial")}
+_TENSOR_METHODS = {
+    getattr(torch.Tensor, n)
+    for n in (
+        "bernoulli",
+        "bernoulli_",
+        "normal_",
+        "uniform_",
+        "random_",
+        "cauchy_",
+        "log_normal_",
+        "geometric_",
+        "exponential_",
+        "multinomial",
+    )
+}
 ROUTED = tuple(sorted({_name(f) for f in _ROUTES} | {"torch.nn.init.trunc_normal_"}))
 
 # Random calls that stay torch's: never silent (uncovered=).
-_UNCOVERED = {torch.Tensor.cauchy_, torch.Tensor.log_normal_, torch.Tensor.geometric_, torch.poisson, torch.binomial,
-              torch.rrelu, torch.rrelu_, *PRIVATE_SAMPLERS, TF.fractional_max_pool2d,
-              TF.fractional_max_pool3d, TF.rrelu, TF.rrelu_}
+_UNCOVERED = {
+    torch.Tensor.cauchy_,
+    torch.Tensor.log_normal_,
+    torch.Tensor.geometric_,
+    torch.poisson,
+    torch.binomial,
+    torch.rrelu,
+    torch.rrelu_,
+    *PRIVATE_SAMPLERS,
+    TF.fractional_max_pool2d,
+    TF.fractional_max_pool3d,
+    TF.rrelu,
+    TF.rrelu_,
+}
 UNCOVERED = tuple(sorted({_name(f) for f in _UNCOVERED}))
 _UNROUTED = object()
 _WATCHED = {**dict.fromkeys(_UNCOVERED, _UNROUTED), **_ROUTES}  # what the mode looks at; any other call goes through
@@ -351,8 +405,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         True
     """
 
-    def __init__(self, *, seed: int | None = None, generator: Generator | RNG | None = None,
-                 uncovered: str = "warn") -> None:
+    def __init__(
+        self, *, seed: int | None = None, generator: Generator | RNG | None = None, uncovered: str = "warn"
+    ) -> None:
         super().__init__()
         if seed is not None and generator is not None:
             raise ValueError("pass seed= or generator=, not both")
@@ -378,8 +433,10 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
     def _report(self, func):
         name = _name(func)
-        message = (f"torch_rngx.mode: {name} is not routed and draws from torch's generator: its values are torch's, "
-                   f"and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')")
+        message = (
+            f"torch_rngx.mode: {name} is not routed and draws from torch's generator: its values are torch's, "
+            f"and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
+        )
         if self.uncovered == "error":
             raise RuntimeError(message)
         with _warned_lock:
@@ -401,6 +458,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
 # ---- the rebound names (torch.overrides.get_ignored_functions(), and trunc_normal_, which never dispatches) ----
 
+
 def _active():
     """The innermost torch_rngx.mode on this thread's torch function mode stack, or None."""
     for m in torch_function_modes():
@@ -419,6 +477,7 @@ def _wrapper(original, route):
             if m.uncovered != "ignore":
                 m._report(original)
         return original(*args, **kwargs)
+
     wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = original.__name__, original.__qualname__, original.__doc__
     wrapper.__wrapped__ = original
     return wrapper
@@ -428,9 +487,13 @@ def _trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     return None if generator is not None else _trunc_normal_(tensor, mean, std, a, b, generator=g)
 
 
-_REBOUND = [(torch, "rand_like", _like_route(rr.rand_like)), (torch, "randn_like", _like_route(rr.randn_like)),
-            (torch, "randint_like", _randint_like), (torch, "normal", _normal),
-            (torch.nn.init, "trunc_normal_", _trunc_normal)]
+_REBOUND = [
+    (torch, "rand_like", _like_route(rr.rand_like)),
+    (torch, "randn_like", _like_route(rr.randn_like)),
+    (torch, "randint_like", _randint_like),
+    (torch, "normal", _normal),
+    (torch.nn.init, "trunc_normal_", _trunc_normal),
+]
 _ORIGINALS = {name: getattr(owner, name) for owner, name, _ in _REBOUND}
 _WRAPPERS = {name: _wrapper(_ORIGINALS[name], route) for _, name, route in _REBOUND}
 _entered = 0

@@ -7,6 +7,7 @@ or batched (*B, 2)), so eager, compiled and exported code compute the same bits.
 `seed_state`, which draws a fresh seed from torch's default CPU generator; it is tagged nondeterministic_seeded so
 no compiler pass deduplicates or drops it.
 """
+
 import threading
 
 import torch
@@ -84,8 +85,9 @@ for _spec_op in _spec.SPECS.values():
 def _check_race(weights, state, draws, need):
     _checks.tensor(weights, "weights")
     if weights.dtype != torch.float64 or weights.dim() < 1 or weights.shape[-1] < 1:
-        raise ValueError(f"weights must be a float64 tensor (*R, C) with C >= 1, got {weights.dtype} "
-                         f"{tuple(weights.shape)}")
+        raise ValueError(
+            f"weights must be a float64 tensor (*R, C) with C >= 1, got {weights.dtype} {tuple(weights.shape)}"
+        )
     for v, name in ((draws, "draws"), (need, "need")):
         _checks.num(v, name)
     shape = (*weights.shape[:-1], draws, weights.shape[-1])
@@ -126,8 +128,10 @@ take_lock = threading.Lock()
 def _check_take(state, blocks):
     _checks.state(state)
     if state.dtype != torch.int64 or state.shape != (2,) or not state.is_contiguous():
-        raise ValueError(f"take_ advances a Generator's state in place: a contiguous int64 tensor of shape (2,), got "
-                         f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}")
+        raise ValueError(
+            f"take_ advances a Generator's state in place: a contiguous int64 tensor of shape (2,), got "
+            f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}"
+        )
     if isinstance(blocks, int) and blocks < 0:
         raise ValueError(f"blocks must be >= 0, got {blocks}")
 

@@ -11,6 +11,7 @@ pushes. A draw that cannot be replayed raises instead of drawing new words: a dr
 during a backward pass outside a non-reentrant recomputation (use_reentrant=True recomputes this way, and so does
 torch.compile's partitioner for a plain checkpoint), or in a checkpoint nested inside a recomputation.
 """
+
 import weakref
 from typing import Any, Callable, Optional
 
@@ -47,10 +48,14 @@ def draw(owner, make_key):
     # A draw from torch's generator (owner None) during backward is left to torch: checkpoint restores that
     # generator (preserve_rng_state=True) before recomputing, with or without reentrancy.
     if owner is not None and current_graph_task_id() != -1:
-        raise RuntimeError(_CANNOT_REPLAY.format(
-            why="a checkpoint nested inside a recomputation" if frame is not None
-            else "no non-reentrant checkpoint is recomputing: checkpoint(..., use_reentrant=True) recomputes "
-                 "this way, and so does torch.compile's partitioner for a plain checkpoint"))
+        raise RuntimeError(
+            _CANNOT_REPLAY.format(
+                why="a checkpoint nested inside a recomputation"
+                if frame is not None
+                else "no non-reentrant checkpoint is recomputing: checkpoint(..., use_reentrant=True) recomputes "
+                "this way, and so does torch.compile's partitioner for a plain checkpoint"
+            )
+        )
     key = make_key()
     if frame is not None:
         _journals.setdefault(frame, []).append((None if owner is None else id(owner), key))
@@ -62,8 +67,11 @@ def _replay(frame, task, owner):
     cursor = _cursors.setdefault(frame, {})
     i = cursor.get(task, 0)
     if i >= len(journal) or journal[i][0] != (None if owner is None else id(owner)):
-        raise RuntimeError(_CANNOT_REPLAY.format(
-            why="the recomputation draws more often, or from other generators, than the forward did"))
+        raise RuntimeError(
+            _CANNOT_REPLAY.format(
+                why="the recomputation draws more often, or from other generators, than the forward did"
+            )
+        )
     cursor[task] = i + 1
     return journal[i][1].clone()
 

@@ -11,6 +11,7 @@ Not recorded: draws during a backward pass (recomputing a dropout mask, checkpoi
 purpose) and generator=None draws (a fresh 126-bit key each call). manual_seed, set_state and an RNG's
 load_state_dict restart a stream on purpose: they forget that seed's ranges.
 """
+
 import bisect
 import itertools
 import math
@@ -76,7 +77,7 @@ def _plain_rows(key):
     key, bdims = unwrap_functorch(key)
     for i, bdim in enumerate(reversed(bdims)):  # the outermost vmap's dim is the plain tensor's own
         key = key.movedim(bdim + i, i)
-    return key.reshape(math.prod(key.shape[:len(bdims)]), *key.shape[len(bdims):])  # -1 fails on an empty key
+    return key.reshape(math.prod(key.shape[: len(bdims)]), *key.shape[len(bdims) :])  # -1 fails on an empty key
 
 
 def _box_runs(shape, start, size):
@@ -89,15 +90,19 @@ def _box_runs(shape, start, size):
     if j == 0:
         return [(0, math.prod(shape))]
     inner = math.prod(shape[j:])
-    strides = [math.prod(shape[d + 1:]) for d in range(j - 1)]
+    strides = [math.prod(shape[d + 1 :]) for d in range(j - 1)]
     outer = [range(start[d], start[d] + size[d]) for d in range(j - 1)]
-    if math.prod(size[:j - 1]) > RUN_LIMIT:
+    if math.prod(size[: j - 1]) > RUN_LIMIT:
         first = sum(s * st for s, st in zip(start, strides)) + start[j - 1] * inner
         last = sum((s + n - 1) * st for s, n, st in zip(start, size, strides)) + (start[j - 1] + size[j - 1]) * inner
         return [(first, last)]
-    return [(sum(i * st for i, st in zip(idx, strides)) + start[j - 1] * inner,
-             sum(i * st for i, st in zip(idx, strides)) + (start[j - 1] + size[j - 1]) * inner)
-            for idx in itertools.product(*outer)]
+    return [
+        (
+            sum(i * st for i, st in zip(idx, strides)) + start[j - 1] * inner,
+            sum(i * st for i, st in zip(idx, strides)) + (start[j - 1] + size[j - 1]) * inner,
+        )
+        for idx in itertools.product(*outer)
+    ]
 
 
 def key_runs(key_shape, shape, start, size):
@@ -109,7 +114,7 @@ def key_runs(key_shape, shape, start, size):
     runs = _box_runs(shape[e:], start[e:], size[e:])
     if not runs:
         return []
-    strides = [math.prod(batch[d + 1:]) for d in range(e)]
+    strides = [math.prod(batch[d + 1 :]) for d in range(e)]
     rows = itertools.product(*[range(start[d], start[d] + size[d]) if batch[d] != 1 else (0,) for d in range(e)])
     return [(sum(i * st for i, st in zip(idx, strides)), a, b) for idx in rows for a, b in runs]
 
@@ -181,10 +186,12 @@ class Checker:
         ranges = self.seeds.setdefault(seed, _Ranges())
         earlier = ranges.hit(a, b)
         if earlier is not None:
-            message = (f"torch_rngx key reuse: {op} at {site} reads blocks [{a // 4}, {-(-b // 4)}) of seed {seed} "
-                       f"(key [{seed}, {offset}]), which {', '.join(earlier)} already drew from. Draws from the same "
-                       "words are correlated: derive a key per draw with split or fold_in (docs/guide.md, "
-                       "'Catching key reuse').")
+            message = (
+                f"torch_rngx key reuse: {op} at {site} reads blocks [{a // 4}, {-(-b // 4)}) of seed {seed} "
+                f"(key [{seed}, {offset}]), which {', '.join(earlier)} already drew from. Draws from the same "
+                "words are correlated: derive a key per draw with split or fold_in (docs/guide.md, "
+                "'Catching key reuse')."
+            )
             if self.action == "raise":
                 raise KeyReuseError(message)
             warnings.warn(message, KeyReuseWarning, stacklevel=2)
@@ -213,9 +220,11 @@ def _note_traced(ctx):
     earlier = node.meta.get("rngx_drawn_at")
     node.meta["rngx_drawn_at"] = site if earlier is None else earlier
     if earlier is not None:
-        message = (f"torch_rngx key reuse (traced by torch.compile): {op} at {site} draws from the key tensor "
-                   f"{node.name!r}, which a draw at {earlier} in the same graph already drew from. Derive a key per "
-                   "draw with split or fold_in (docs/guide.md, 'Catching key reuse').")
+        message = (
+            f"torch_rngx key reuse (traced by torch.compile): {op} at {site} draws from the key tensor "
+            f"{node.name!r}, which a draw at {earlier} in the same graph already drew from. Derive a key per "
+            "draw with split or fold_in (docs/guide.md, 'Catching key reuse')."
+        )
         if checker.action == "raise":
             raise KeyReuseError(message)
         warnings.warn(message, KeyReuseWarning, stacklevel=1)  # the message names the traced call site

@@ -7,6 +7,7 @@ From it come the fake kernels and autograd formulas (_ops.py), the autograd.Func
 testing.opcheck_all's samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim of the key)
 and one DTensor rule (this rank's block through the global view).
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,8 +25,10 @@ from ._torch import AutoDispatchBelowAutograd, argument_names, schema_arguments
 ops: Any = torch.ops.rngx
 
 # Stream words per element by dtype (docs/stream.md): 2 for the 64-bit types, else 1.
-WORDS = {dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
-         for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}
+WORDS = {
+    dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
+    for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Op:
 def positional(op: Any, args: tuple, kwargs: dict) -> list:
     """A call's arguments to the rngx op `op` in schema order, defaults filled in."""
     out = list(args)
-    for a in schema_arguments(op.default)[len(args):]:
+    for a in schema_arguments(op.default)[len(args) :]:
         out.append(kwargs[a.name] if a.name in kwargs else a.default_value)
     return out
 
@@ -92,8 +95,17 @@ def out_dtype(op: Any, args: list) -> Optional[torch.dtype]:
     return args[names.index("dtype")] if "dtype" in names else None
 
 
-def _truncated_normal_check(like: torch.Tensor, key: torch.Tensor, mean: float, std: float, a: float, b: float,
-                            dtype: Optional[torch.dtype], global_shape: Any = None, global_start: Any = None) -> tuple:
+def _truncated_normal_check(
+    like: torch.Tensor,
+    key: torch.Tensor,
+    mean: float,
+    std: float,
+    a: float,
+    b: float,
+    dtype: Optional[torch.dtype],
+    global_shape: Any = None,
+    global_start: Any = None,
+) -> tuple:
     out_dtype, view = _checks.float_like(like, key, dtype, global_shape, global_start)
     mean, std = _checks.mean_std(mean, std, torch.float64, strict=True)  # the inverse CDF computes in double
     a, b = _checks.real(a, "a"), _checks.real(b, "b")
@@ -111,26 +123,47 @@ def _probabilities_like(x: torch.Tensor) -> list:
 
 _RANDINT_DTYPES = tuple(_checks.RANDINT_DTYPES)
 RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range, int64 4 above (csrc/kernels/ops.h)
-SPECS: dict[str, Op] = {op.name: op for op in (
-    Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)], fused="uniform_from_"),
-    Op("quantize_noise", _checks.for_noise, input="x", derivative="identity", examples=lambda x: [(0.5,)],
-       fused="quantize_noise_from_"),
-    Op("dropout", _checks.for_dropout, input="x", derivative="self",
-       examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
-    Op("normal", _checks.for_normal, examples=lambda x: [(0.5, 2.0, None)], fused="normal_from_"),
-    Op("truncated_normal", _truncated_normal_check, words={d: 2 for d in _checks.FLOAT_DTYPES},
-       examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)]),
-    Op("bernoulli", _checks.for_bernoulli, examples=lambda x: [(0.3,)], fused="bernoulli_from_"),
-    Op("bernoulli_tensor", _checks.for_bernoulli, examples=_probabilities_like),
-    Op("randint", _checks.for_randint, words={d: 2 for d in _RANDINT_DTYPES}, wide={torch.int64: 4},
-       dtypes=_RANDINT_DTYPES, examples=lambda x: [(0 if d == torch.uint8 else -3, 100, d) for d in _RANDINT_DTYPES],
-       input_dtypes=(torch.float32,), fused="randint_from_"),
-    Op("exponential", _checks.for_exponential, examples=lambda x: [(1.5, None)]),
-)}
+SPECS: dict[str, Op] = {
+    op.name: op
+    for op in (
+        Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)], fused="uniform_from_"),
+        Op(
+            "quantize_noise",
+            _checks.for_noise,
+            input="x",
+            derivative="identity",
+            examples=lambda x: [(0.5,)],
+            fused="quantize_noise_from_",
+        ),
+        Op("dropout", _checks.for_dropout, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
+        Op("normal", _checks.for_normal, examples=lambda x: [(0.5, 2.0, None)], fused="normal_from_"),
+        Op(
+            "truncated_normal",
+            _truncated_normal_check,
+            words={d: 2 for d in _checks.FLOAT_DTYPES},
+            examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)],
+        ),
+        Op("bernoulli", _checks.for_bernoulli, examples=lambda x: [(0.3,)], fused="bernoulli_from_"),
+        Op("bernoulli_tensor", _checks.for_bernoulli, examples=_probabilities_like),
+        Op(
+            "randint",
+            _checks.for_randint,
+            words={d: 2 for d in _RANDINT_DTYPES},
+            wide={torch.int64: 4},
+            dtypes=_RANDINT_DTYPES,
+            examples=lambda x: [(0 if d == torch.uint8 else -3, 100, d) for d in _RANDINT_DTYPES],
+            input_dtypes=(torch.float32,),
+            fused="randint_from_",
+        ),
+        Op("exponential", _checks.for_exponential, examples=lambda x: [(1.5, None)]),
+    )
+}
 
 # Composites of other ops that a Generator still advances for by their own count (functional.blocks_used).
-COMPOSITE_WORDS = {"randperm": {d: 2 for d in _checks.RANDPERM_LIMITS},
-                   "multinomial": {d: 2 for d in _checks.FLOAT_DTYPES}}
+COMPOSITE_WORDS = {
+    "randperm": {d: 2 for d in _checks.RANDPERM_LIMITS},
+    "multinomial": {d: 2 for d in _checks.FLOAT_DTYPES},
+}
 
 
 def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> int:
@@ -161,8 +194,13 @@ def output_dtypes(op: Optional[str]) -> Optional[Sequence[torch.dtype]]:
     return tuple(COMPOSITE_WORDS[op]) if op in COMPOSITE_WORDS else None
 
 
-def derivative(spec: Op, t: Optional[torch.Tensor], key: Optional[torch.Tensor], params: Sequence[Any],
-               again: Callable[..., torch.Tensor]) -> Optional[torch.Tensor]:
+def derivative(
+    spec: Op,
+    t: Optional[torch.Tensor],
+    key: Optional[torch.Tensor],
+    params: Sequence[Any],
+    again: Callable[..., torch.Tensor],
+) -> Optional[torch.Tensor]:
     """d out / d input applied to t (a gradient or a tangent): the one rule every autograd entry point calls.
     `again` is the differentiable form of the op, for a double backward."""
     if t is None or spec.derivative is None:

@@ -7,6 +7,7 @@ a module's buffers, a DTensor's spec) when it is used. A missing one raises an e
 a fallback is written beside it; nothing is skipped silently. tests/test_torch_private.py checks that each
 one resolves and behaves as it is used, and that no other module of torch_rngx touches a private torch name.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -22,8 +23,10 @@ TESTED_ON = ("2.10.0", "2.13.0", "2.14.1")
 
 
 def _missing(name: str, use: str) -> ImportError:
-    return ImportError(f"torch_rngx needs torch's private {name} ({use}), which torch {torch.__version__} does not "
-                       f"have; torch_rngx is tested on torch {', '.join(TESTED_ON)}")
+    return ImportError(
+        f"torch_rngx needs torch's private {name} ({use}), which torch {torch.__version__} does not "
+        f"have; torch_rngx is tested on torch {', '.join(TESTED_ON)}"
+    )
 
 
 def _resolve(owner: Any, path: str, use: str) -> Any:
@@ -43,8 +46,9 @@ AutoDispatchBelowAutograd: Callable[[], Any] = getattr(torch._C, "_AutoDispatchB
 
 _functorch = _resolve(torch, "_C._functorch", "to see through torch.func transforms")
 # None outside every torch.func transform (grad, vjp, jvp, vmap), the innermost interpreter inside one.
-peek_interpreter_stack: Callable[[], Any] = _resolve(_functorch, "peek_interpreter_stack",
-                                                     "to tell whether a torch.func transform is running")
+peek_interpreter_stack: Callable[[], Any] = _resolve(
+    _functorch, "peek_interpreter_stack", "to tell whether a torch.func transform is running"
+)
 for _name in ("is_batchedtensor", "is_gradtrackingtensor", "maybe_get_bdim", "get_unwrapped"):
     _resolve(_functorch, _name, "the key-reuse checker's view of keys under torch.func")
 
@@ -60,13 +64,15 @@ def unwrap_functorch(t: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
 
 
 # -1 outside a backward pass, the running graph task's id during one.
-current_graph_task_id: Callable[[], int] = _resolve(torch, "_C._current_graph_task_id",
-                                                    "to tell a backward pass from a forward")
+current_graph_task_id: Callable[[], int] = _resolve(
+    torch, "_C._current_graph_task_id", "to tell a backward pass from a forward"
+)
 
 
 # ---- activation checkpointing (torch_rngx/_replay.py) ----
-_top_saved_tensors_hooks = _resolve(torch, "_C._autograd._top_saved_tensors_default_hooks",
-                                    "to find the checkpoint a draw runs in")
+_top_saved_tensors_hooks = _resolve(
+    torch, "_C._autograd._top_saved_tensors_default_hooks", "to find the checkpoint a draw runs in"
+)
 _CheckpointFrame = _resolve(torch.utils.checkpoint, "_CheckpointFrame", "to journal the draws of a checkpoint")
 
 
@@ -121,8 +127,9 @@ def argument_names(op: torch._ops.OpOverload) -> list[str]:
 
 # ---- torch.compile ----
 # Tells torch.compile that a tensor keeps its address for life (CUDA graphs then read it in place).
-mark_static_address: Callable[[torch.Tensor], None] = _resolve(torch, "_dynamo.mark_static_address",
-                                                               "to keep a CUDA Generator's state in CUDA graphs")
+mark_static_address: Callable[[torch.Tensor], None] = _resolve(
+    torch, "_dynamo.mark_static_address", "to keep a CUDA Generator's state in CUDA graphs"
+)
 
 
 def traced_key_node(ctx: Any, name: str) -> Optional[Any]:
@@ -164,12 +171,14 @@ def torch_function_modes() -> Iterator[Any]:
         yield _stack_at(i)
 
 
-softmax_backward_data: Callable[..., torch.Tensor] = _resolve(torch, "_softmax_backward_data",
-                                                              "for softmax's backward under torch_rngx.mode")
+softmax_backward_data: Callable[..., torch.Tensor] = _resolve(
+    torch, "_softmax_backward_data", "for softmax's backward under torch_rngx.mode"
+)
 # torch's random functions with private names that torch_rngx.mode reports as not routed; on a torch without
 # them nothing can call them, so the list is shorter.
-PRIVATE_SAMPLERS = tuple(f for f in (getattr(torch, "_standard_gamma", None), getattr(torch, "_sample_dirichlet", None))
-                         if f is not None)
+PRIVATE_SAMPLERS = tuple(
+    f for f in (getattr(torch, "_standard_gamma", None), getattr(torch, "_sample_dirichlet", None)) if f is not None
+)
 
 
 def _correct_fan(tensor: torch.Tensor, mode: str) -> int:
@@ -184,8 +193,9 @@ def _correct_fan(tensor: torch.Tensor, mode: str) -> int:
 
 
 # kaiming_uniform_'s fan; the fallback computes the same.
-calculate_correct_fan: Callable[[torch.Tensor, str], int] = getattr(torch.nn.init, "_calculate_correct_fan",
-                                                                    _correct_fan)
+calculate_correct_fan: Callable[[torch.Tensor, str], int] = getattr(
+    torch.nn.init, "_calculate_correct_fan", _correct_fan
+)
 
 
 # ---- nn.Module and DTensor internals ----

@@ -1,5 +1,6 @@
 """Debugging aids. key_reuse: reports two draws that read the same words of a key's stream (docs/guide.md,
 "Catching key reuse"); the environment variable RNGX_DEBUG_KEY_REUSE=raise|warn turns it on for a whole run."""
+
 from __future__ import annotations
 
 import contextlib

@@ -6,9 +6,10 @@ mesh or the placements. The result is a DTensor with the input's placements. The
 rank: a plain tensor, or a DTensor replicated on every mesh dim. Registered as torch_dispatch rules for DTensor
 (torch.library.register_torch_dispatch), so they hold eager, under autograd and under torch.compile.
 
-Not imported by `import torch_rngx`, since torch.distributed.tensor adds more than half a second to the import: the
-first DTensor argument of a torch_rngx function imports it (_checks.tensor), as `import torch_rngx.distributed` does.
+`import torch_rngx` imports this module (about 4 ms: torch._dynamo, which the package imports, has loaded
+torch.distributed.tensor already), so the rules are there before any call, compiled or not.
 """
+
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
@@ -50,27 +51,39 @@ def global_view(x: DTensor, name: str = "x") -> tuple[list[int], list[int]]:
             begin = min(chunk * coordinate[mesh_dim], n)
             size[d], start[d] = min(n - begin, chunk), start[d] + begin
         elif placement.is_partial():
-            raise ValueError(f"{name} has placement {placement} on mesh dim {mesh_dim}: a Partial tensor holds "
-                             f"summands, not the values to draw for; redistribute {name} to Shard or Replicate first")
+            raise ValueError(
+                f"{name} has placement {placement} on mesh dim {mesh_dim}: a Partial tensor holds "
+                f"summands, not the values to draw for; redistribute {name} to Shard or Replicate first"
+            )
         elif not placement.is_replicate():
-            raise ValueError(f"{name} has placement {placement} on mesh dim {mesh_dim}: torch_rngx ops take Shard(d) "
-                             f"and Replicate placements only")
+            raise ValueError(
+                f"{name} has placement {placement} on mesh dim {mesh_dim}: torch_rngx ops take Shard(d) "
+                f"and Replicate placements only"
+            )
     _check_default_order(x, name)
     local = tuple(x.to_local().shape)
     if tuple(size) != local:
-        raise ValueError(f"{name}: the local tensor has shape {local}, but placements {tuple(x.placements)} give "
-                         f"{tuple(size)} under DTensor's torch.chunk convention")
+        raise ValueError(
+            f"{name}: the local tensor has shape {local}, but placements {tuple(x.placements)} give "
+            f"{tuple(size)} under DTensor's torch.chunk convention"
+        )
     return list(x.shape), start
 
 
 def _check_default_order(x, name):
     """A tensor dim sharded on several mesh dims must be split in mesh-dim order, the order global_view assumes
-    (DTensor may record another one)."""
+    (DTensor may record another one). A dim split over one mesh dim has no order to check, which spares reading
+    DTensor's spec: Dynamo cannot read it on a DTensor made inside a compiled function."""
+    sharded = [p.dim for p in x.placements if type(p) is Shard]
+    if len(sharded) == len(set(sharded)):
+        return
     for entry in shard_order(x):
         dims = entry.mesh_dims
         if any(a > b for a, b in zip(dims, dims[1:])):
-            raise ValueError(f"{name}: tensor dim {entry.tensor_dim} is sharded over mesh dims {entry.mesh_dims} in "
-                             f"that order; torch_rngx supports only ascending mesh-dim order")
+            raise ValueError(
+                f"{name}: tensor dim {entry.tensor_dim} is sharded over mesh dims {entry.mesh_dims} in "
+                f"that order; torch_rngx supports only ascending mesh-dim order"
+            )
 
 
 def _replicated_local(state, mesh, name="state"):
@@ -79,16 +92,21 @@ def _replicated_local(state, mesh, name="state"):
     if not isinstance(state, DTensor):
         return state
     if mesh is not None and state.device_mesh != mesh:
-        raise ValueError(f"{name} is a DTensor on another device mesh than the input's: a DTensor key must live on the "
-                         f"input's mesh, replicated")
+        raise ValueError(
+            f"{name} is a DTensor on another device mesh than the input's: a DTensor key must live on the "
+            f"input's mesh, replicated"
+        )
     if not all(p.is_replicate() for p in state.placements):
-        raise ValueError(f"{name} must be the same key on every rank: a plain tensor or a DTensor with Replicate() on "
-                         f"every mesh dim, got placements {tuple(state.placements)}")
+        raise ValueError(
+            f"{name} must be the same key on every rank: a plain tensor or a DTensor with Replicate() on "
+            f"every mesh dim, got placements {tuple(state.placements)}"
+        )
     return state.to_local()
 
 
-_VIEW_OF_DTENSOR = ("global_shape and global_start are for plain (local) tensors: a DTensor is already the global "
-                    "tensor; pass neither")
+_VIEW_OF_DTENSOR = (
+    "global_shape and global_start are for plain (local) tensors: a DTensor is already the global tensor; pass neither"
+)
 
 
 def _bind(func, args, kwargs):
@@ -105,8 +123,10 @@ def _sampler(x_name, state_name):
         a = _bind(func, args, kwargs)
         x = a[x_name]
         if not isinstance(x, DTensor):
-            raise ValueError(f"{state_name} is a DTensor but {x_name} is a plain tensor: a DTensor key serves DTensor "
-                             f"inputs only; pass a plain key (the same on every rank) or make {x_name} a DTensor")
+            raise ValueError(
+                f"{state_name} is a DTensor but {x_name} is a plain tensor: a DTensor key serves DTensor "
+                f"inputs only; pass a plain key (the same on every rank) or make {x_name} a DTensor"
+            )
         if a.get("global_shape") is not None or a.get("global_start") is not None:
             raise ValueError(_VIEW_OF_DTENSOR)
         a["global_shape"], a["global_start"] = global_view(x, x_name)
@@ -124,8 +144,10 @@ def _sampler(x_name, state_name):
 def _block_like(t, x, name):
     """This rank's block of a DTensor parameter laid out as x."""
     if t.device_mesh != x.device_mesh or tuple(t.placements) != tuple(x.placements):
-        raise ValueError(f"{name} is a DTensor with placements {tuple(t.placements)}, but the input has "
-                         f"{tuple(x.placements)}: a tensor parameter must be laid out like the input")
+        raise ValueError(
+            f"{name} is a DTensor with placements {tuple(t.placements)}, but the input has "
+            f"{tuple(x.placements)}: a tensor parameter must be laid out like the input"
+        )
     return t.to_local()
 
 
@@ -170,8 +192,13 @@ def _compiled_call(spec, x, key, params):
 
 _spec.SUBCLASS_CALLS.append((DTensor, _compiled_call))
 
-_RULES = {**{op.name: _sampler(op.input, "state") for op in SPECS.values()},
-          **{op.fused: _fused(op) for op in SPECS.values() if op.fused is not None},
-          "bits": _on_key, "take_": _on_key, "split": _on_key, "fold_in": _on_key}
+_RULES = {
+    **{op.name: _sampler(op.input, "state") for op in SPECS.values()},
+    **{op.fused: _fused(op) for op in SPECS.values() if op.fused is not None},
+    "bits": _on_key,
+    "take_": _on_key,
+    "split": _on_key,
+    "fold_in": _on_key,
+}
 for _op, _rule in _RULES.items():
     torch.library.register_torch_dispatch(f"rngx::{_op}", DTensor, _rule)

@@ -27,6 +27,7 @@ The keyword arguments every other sampler shares:
 
 Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as torch.nn.functional).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,26 @@ from torch import Tensor
 from . import _autograd, _checks, _reuse, _spec
 from ._spec import blocks_of, ops, words_per_element
 
-__all__ = ["alpha_dropout", "bernoulli", "bits", "blocks_used", "dropout", "exponential", "feature_alpha_dropout",
-           "feature_dropout", "fold_in", "key", "multinomial", "normal", "quantize_noise", "randint", "randperm",
-           "split", "truncated_normal", "uniform"]
+__all__ = [
+    "alpha_dropout",
+    "bernoulli",
+    "bits",
+    "blocks_used",
+    "dropout",
+    "exponential",
+    "feature_alpha_dropout",
+    "feature_dropout",
+    "fold_in",
+    "key",
+    "multinomial",
+    "normal",
+    "quantize_noise",
+    "randint",
+    "randperm",
+    "split",
+    "truncated_normal",
+    "uniform",
+]
 Shape = Optional[Sequence[int]]
 _U64 = 1 << 64
 
@@ -180,8 +198,14 @@ def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
     return ops.fold_in(state.contiguous(), data)
 
 
-def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32,
-         global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def bits(
+    size: Sequence[int],
+    state: Tensor,
+    *,
+    dtype: torch.dtype = torch.int32,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.func._random.bits`` (torch 2.15): raw stream bits of `size`. Integer dtypes of up to 32
     bits take one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds
     each word's 32 bits, so negative values appear.
@@ -207,8 +231,16 @@ def bits(size: Sequence[int], state: Tensor, *, dtype: torch.dtype = torch.int32
     return ops.bits(size, state.contiguous(), dtype, *view)
 
 
-def uniform(like: Tensor, state: Tensor, low: float = 0.0, high: float = 1.0, *, dtype: torch.dtype | None = None,
-            global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def uniform(
+    like: Tensor,
+    state: Tensor,
+    low: float = 0.0,
+    high: float = 1.0,
+    *,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.func._random.uniform`` and ``torch.empty_like(like).uniform_(low, high)``: U[low, high)
     with the dtype (or `dtype`), device and strides of torch.empty_like(like).
 
@@ -231,8 +263,9 @@ def uniform(like: Tensor, state: Tensor, low: float = 0.0, high: float = 1.0, *,
     return _autograd.sample("uniform", like, state, *params)
 
 
-def quantize_noise(x: Tensor, state: Tensor, half: float = 0.5, *,
-                   global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def quantize_noise(
+    x: Tensor, state: Tensor, half: float = 0.5, *, global_shape: Shape = None, global_start: Shape = None
+) -> Tensor:
     """Stands in for ``torch.empty_like(x).uniform_(-half, half) + x``, in one pass: x + U[-half, half);
     differentiable, with d/dx = 1.
 
@@ -273,8 +306,16 @@ def dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, g
     return _autograd.sample("dropout", x, state, *_checks.for_dropout(x, state, p, global_shape, global_start))
 
 
-def normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, *, dtype: torch.dtype | None = None,
-           global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def normal(
+    like: Tensor,
+    state: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    *,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.func._random.normal`` and ``torch.empty_like(like).normal_(mean, std)``: N(mean,
     std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): paired Box-Muller with the
     project's own log, cos and sin (docs/stream.md, "normal"), z * std + mean. Not differentiable.
@@ -297,9 +338,18 @@ def normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, *, 
     return _autograd.sample("normal", like, state, *params)
 
 
-def truncated_normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                     b: float = 2.0, *, dtype: torch.dtype | None = None,
-                     global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def truncated_normal(
+    like: Tensor,
+    state: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    *,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.init.trunc_normal_`` with a key: N(mean, std^2) conditioned on [a, b], a and b
     absolute bounds (torch's convention), by the inverse CDF; every value lies in [a, b]. Not differentiable.
 
@@ -319,12 +369,14 @@ def truncated_normal(like: Tensor, state: Tensor, mean: float = 0.0, std: float 
         True
     """
     spec = _spec.SPECS["truncated_normal"]
-    return _autograd.sample(spec.name, like, state, *spec.check(like, state, mean, std, a, b, dtype, global_shape,
-                                                                global_start))
+    return _autograd.sample(
+        spec.name, like, state, *spec.check(like, state, mean, std, a, b, dtype, global_shape, global_start)
+    )
 
 
-def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *,
-              global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def bernoulli(
+    like: Tensor, state: Tensor, p: float | Tensor = 0.5, *, global_shape: Shape = None, global_start: Shape = None
+) -> Tensor:
     """Stands in for ``torch.bernoulli(torch.full_like(like, p))``: 1 where u < p, else 0, in like's (float) dtype,
     with dropout's u: bernoulli(x, key, p) == (dropout(ones, key, p) == 0).
 
@@ -346,8 +398,16 @@ def bernoulli(like: Tensor, state: Tensor, p: float | Tensor = 0.5, *,
     return _autograd.sample(kind, like, state, _checks.probabilities(p), *view)
 
 
-def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dtype = torch.int64,
-            global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def randint(
+    like: Tensor,
+    state: Tensor,
+    low: int,
+    high: int,
+    *,
+    dtype: torch.dtype = torch.int64,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.randint_like(like, low, high)`` with a key: integers uniform on [low, high), shaped
     like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (2 words; int64 with high - low > 2^32:
     128 bits, 4 words): bias at most 2^-32 relative (docs/stream.md, "randint").
@@ -371,8 +431,15 @@ def randint(like: Tensor, state: Tensor, low: int, high: int, *, dtype: torch.dt
     return _autograd.sample("randint", like, state, *params)
 
 
-def exponential(like: Tensor, state: Tensor, rate: float = 1.0, *, dtype: torch.dtype | None = None,
-                global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def exponential(
+    like: Tensor,
+    state: Tensor,
+    rate: float = 1.0,
+    *,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.empty_like(like).exponential_(rate)``: Exp(rate) shaped, strided and placed like
     torch.empty_like(like, dtype=dtype): E / rate with E = -ln u, u in (0, 1) from the element's word(s) and the
     project's own log (docs/stream.md, "exponential"). Every value is positive and finite, so -log of it is a finite
@@ -396,8 +463,9 @@ def exponential(like: Tensor, state: Tensor, rate: float = 1.0, *, dtype: torch.
     return _autograd.sample("exponential", like, state, *params)
 
 
-def randperm(n: int, state: Tensor, *, dtype: torch.dtype = torch.int64,
-             device: str | torch.device | None = None) -> Tensor:
+def randperm(
+    n: int, state: Tensor, *, dtype: torch.dtype = torch.int64, device: str | torch.device | None = None
+) -> Tensor:
     """Stands in for ``torch.randperm``: a permutation of range(n), the indices sorted by their 64-bit keys,
     bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs/stream.md, "randperm"). A batched
     state (*B, 2) gives (*B, n), row b the permutation of key b. Made on the state's device.
@@ -453,8 +521,9 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
 SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to alpha' = -SELU_ALPHA, like torch
 
 
-def feature_dropout(x: Tensor, state: Tensor, p: float, *,
-                    global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def feature_dropout(
+    x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None
+) -> Tensor:
     """``torch.nn.functional.dropout2d``'s channel dropout with a key (torch's feature_dropout): one keep/drop
     decision per (n, c), from the dropout stream of an (N, C) tensor, applied to the whole x[n, c]: x * m[n, c],
     m = 1/(1-p) or 0. A batched state may vary along the first two dims only. Under a global view, the (N, C)
@@ -477,8 +546,9 @@ def feature_dropout(x: Tensor, state: Tensor, p: float, *,
     return _feature_dropout(x, state, p, view)
 
 
-def alpha_dropout(x: Tensor, state: Tensor, p: float, *,
-                  global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def alpha_dropout(
+    x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None
+) -> Tensor:
     """``torch.nn.functional.alpha_dropout`` with a key and the dropout stream's mask: kept a*x + alpha*a*p,
     dropped -alpha*a*(1-p), a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit
     variance.
@@ -500,8 +570,9 @@ def alpha_dropout(x: Tensor, state: Tensor, p: float, *,
     return _alpha_dropout(x, _mask_of(x, state, p, view), p)
 
 
-def feature_alpha_dropout(x: Tensor, state: Tensor, p: float, *,
-                          global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def feature_alpha_dropout(
+    x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None
+) -> Tensor:
     """``torch.nn.functional.feature_alpha_dropout`` with a key: alpha_dropout with one decision per (n, c), as
     feature_dropout.
 

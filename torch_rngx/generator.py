@@ -1,6 +1,7 @@
 """The owners of a stream position, which advances by blocks_used per call: Generator (like torch.Generator)
 and RNG (an nn.Module whose position is model state: a buffer in state_dict, moved by .to(), saved by
 torch.save)."""
+
 from __future__ import annotations
 
 import operator
@@ -146,8 +147,10 @@ class Generator:
         """
         _checks.state(state)
         if state.dtype != torch.int64 or state.shape != (2,) or not state.is_contiguous():
-            raise ValueError(f"state must be a contiguous int64 tensor of shape (2,) = [seed, offset], got "
-                             f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}")
+            raise ValueError(
+                f"state must be a contiguous int64 tensor of shape (2,) = [seed, offset], got "
+                f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}"
+            )
         g = Generator.__new__(Generator)
         g.state = state
         return g
@@ -216,7 +219,7 @@ class RNG(torch.nn.Module):
 
 
 def stream_repr(state):
-    """"seed=..., offset=..." of a state tensor, for reprs."""
+    """ "seed=..., offset=..." of a state tensor, for reprs."""
     return f"seed={int(state[0]) % _U64}, offset={int(state[1]) % _U64}"
 
 
@@ -241,5 +244,6 @@ def owner_of(generator):
         return generator.state
     if isinstance(generator, RNG):
         return generator.state
-    raise TypeError(f"generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, "
-                    f"got {type(generator).__name__}")
+    raise TypeError(
+        f"generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, got {type(generator).__name__}"
+    )

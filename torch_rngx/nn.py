@@ -1,5 +1,6 @@
 """Modules: drop-in replacements for torch.nn's dropout family, RNG (a stream position held as model state), and
 convert(), which swaps torch's dropout modules in a model for these and routes the random calls of its forward."""
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,19 @@ from .functional import fold_in, key
 from .generator import RNG, Generator, check_state_buffer, owner_of, stream_repr
 from .random import dropout_from
 
-__all__ = ["RNG", "init", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
-           "Converted", "convert", "fold_in_"]
+__all__ = [
+    "RNG",
+    "init",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+    "Converted",
+    "convert",
+    "fold_in_",
+]
 
 
 def __dir__():
@@ -33,8 +45,14 @@ class _DropoutNd(torch.nn.Module):
     kind: str | None = None  # the random.dropout_from kind
     rng_state: torch.Tensor  # with seed=: the module's own stream
 
-    def __init__(self, p: float = 0.5, inplace: bool = False, *, generator: Generator | RNG | None = None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        p: float = 0.5,
+        inplace: bool = False,
+        *,
+        generator: Generator | RNG | None = None,
+        seed: int | None = None,
+    ):
         super().__init__()
         self.p = _checks.dropout_probability(p)
         if not isinstance(inplace, bool):
@@ -188,9 +206,14 @@ class FeatureAlphaDropout(_DropoutNd):
     kind = "feature_alpha_dropout"
 
 
-_REPLACEMENTS = {torch.nn.Dropout: Dropout, torch.nn.Dropout1d: Dropout1d, torch.nn.Dropout2d: Dropout2d,
-                 torch.nn.Dropout3d: Dropout3d, torch.nn.AlphaDropout: AlphaDropout,
-                 torch.nn.FeatureAlphaDropout: FeatureAlphaDropout}
+_REPLACEMENTS = {
+    torch.nn.Dropout: Dropout,
+    torch.nn.Dropout1d: Dropout1d,
+    torch.nn.Dropout2d: Dropout2d,
+    torch.nn.Dropout3d: Dropout3d,
+    torch.nn.AlphaDropout: AlphaDropout,
+    torch.nn.FeatureAlphaDropout: FeatureAlphaDropout,
+}
 
 
 class Converted(NamedTuple):
@@ -215,8 +238,14 @@ class Converted(NamedTuple):
 
 
 @torch.no_grad()
-def convert(model: torch.nn.Module, *, seed: int | None = None, generator: Generator | RNG | None = None,
-            functional: bool = True, uncovered: str = "warn") -> Converted:
+def convert(
+    model: torch.nn.Module,
+    *,
+    seed: int | None = None,
+    generator: Generator | RNG | None = None,
+    functional: bool = True,
+    uncovered: str = "warn",
+) -> Converted:
     """No torch counterpart. Replaces every torch.nn dropout module in `model` (Dropout, Dropout1d/2d/3d,
     AlphaDropout, FeatureAlphaDropout) by torch_rngx's, in place, keeping p, inplace, the training mode and the
     module names, and (functional=True) runs model.forward under torch_rngx.mode, so the random calls forward makes
@@ -331,5 +360,8 @@ def fold_in_(module: torch.nn.Module, data: int | torch.Tensor) -> list[str]:
 def _is_stream(module, name):
     owner_name, _, attr = name.rpartition(".")
     owner = module.get_submodule(owner_name)
-    return ((isinstance(owner, RNG) and attr == "state") or (isinstance(owner, _DropoutNd) and attr == "rng_state")
-            or (attr == "rngx_state" and _routed(owner) is not None))
+    return (
+        (isinstance(owner, RNG) and attr == "state")
+        or (isinstance(owner, _DropoutNd) and attr == "rng_state")
+        or (attr == "rngx_state" and _routed(owner) is not None)
+    )

@@ -2,6 +2,7 @@
 once per call: torch_rngx.triton's `@triton.jit` functions and the C/CUDA header (torch_rngx.include_dir()) read
 them. Each returns a small tensor on `device` (int64 for `view`, float64 else), checked as our ops check their
 arguments."""
+
 import math
 
 import torch
@@ -59,8 +60,10 @@ def view(shape, state, global_shape=None, global_start=None):
     gshape, gstart = (shape, [0] * len(shape)) if gshape is None else (gshape, gstart)
     _checks.state(state, shape=gshape)
     if state.stride(-1) != 1:  # any other strides are the key strides below
-        raise ValueError(f"state's [seed, offset] pairs must be adjacent (stride 1 in the last dim), got strides "
-                         f"{state.stride()}: the device functions read a key's offset right after its seed")
+        raise ValueError(
+            f"state's [seed, offset] pairs must be adjacent (stride 1 in the last dim), got strides "
+            f"{state.stride()}: the device functions read a key's offset right after its seed"
+        )
     batch = list(state.shape[:-1]) if state.dim() > 1 else [1] * len(shape)
     e = max((d + 1 for d, b in enumerate(batch) if b != 1), default=0)  # dims < e pick the key
     rows, pos = [], 1

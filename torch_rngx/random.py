@@ -12,6 +12,7 @@ The keyword arguments they share:
     global_shape, global_start (sequences of ints, optional): x is the block of a global tensor of that shape,
         starting at that index (docs/distributed.md).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,14 +26,35 @@ from . import _checks, functional
 from ._autograd import draw, key_for
 from .generator import RNG, Generator, owner_of
 
-__all__ = ["alpha_dropout", "bernoulli_like", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
-           "normal_like", "quantize", "rand_like", "randint_like", "randn_like", "uniform_like"]
+__all__ = [
+    "alpha_dropout",
+    "bernoulli_like",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
+    "normal_like",
+    "quantize",
+    "rand_like",
+    "randint_like",
+    "randn_like",
+    "uniform_like",
+]
 Shape = Optional[Sequence[int]]
 Stream = Optional[Union[Generator, RNG]]
 
 
-def uniform_like(x: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Stream = None,
-                 dtype: torch.dtype | None = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def uniform_like(
+    x: Tensor,
+    low: float = 0.0,
+    high: float = 1.0,
+    *,
+    generator: Stream = None,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.empty_like(x).uniform_(low, high)``: U[low, high) shaped, strided and placed like
     torch.empty_like(x, dtype=dtype), with the values of functional.uniform on a drawn key.
 
@@ -58,8 +80,14 @@ def uniform_like(x: Tensor, low: float = 0.0, high: float = 1.0, *, generator: S
     return draw("uniform", x, owner_of(generator), out_dtype, low, high, dtype, *view)
 
 
-def rand_like(x: Tensor, *, generator: Stream = None, dtype: torch.dtype | None = None, global_shape: Shape = None,
-              global_start: Shape = None) -> Tensor:
+def rand_like(
+    x: Tensor,
+    *,
+    generator: Stream = None,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.rand_like``: U[0, 1) shaped, strided and placed like x.
 
     Args:
@@ -74,12 +102,21 @@ def rand_like(x: Tensor, *, generator: Stream = None, dtype: torch.dtype | None 
         >>> torch_rngx.rand_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
         torch.Size([2, 3])
     """
-    return uniform_like(x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape,
-                        global_start=global_start)
+    return uniform_like(
+        x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape, global_start=global_start
+    )
 
 
-def normal_like(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Stream = None,
-                dtype: torch.dtype | None = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def normal_like(
+    x: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    *,
+    generator: Stream = None,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.empty_like(x).normal_(mean, std)``: N(mean, std^2) shaped, strided and placed like
     torch.empty_like(x, dtype=dtype), functional.normal's values on a drawn key. Not differentiable.
 
@@ -105,8 +142,14 @@ def normal_like(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: St
     return draw("normal", x, owner_of(generator), out_dtype, mean, std, dtype, *view)
 
 
-def randn_like(x: Tensor, *, generator: Stream = None, dtype: torch.dtype | None = None,
-               global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def randn_like(
+    x: Tensor,
+    *,
+    generator: Stream = None,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.randn_like``: N(0, 1) shaped, strided and placed like x (normal_like(x, 0, 1)).
 
     Args:
@@ -121,12 +164,19 @@ def randn_like(x: Tensor, *, generator: Stream = None, dtype: torch.dtype | None
         >>> torch_rngx.randn_like(torch.empty(2, 3, dtype=torch.float64)).dtype
         torch.float64
     """
-    return normal_like(x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape,
-                       global_start=global_start)
+    return normal_like(
+        x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape, global_start=global_start
+    )
 
 
-def bernoulli_like(x: Tensor, p: float | Tensor = 0.5, *, generator: Stream = None, global_shape: Shape = None,
-                   global_start: Shape = None) -> Tensor:
+def bernoulli_like(
+    x: Tensor,
+    p: float | Tensor = 0.5,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.bernoulli(torch.full_like(x, p))``: 1 where u < p, else 0, shaped like x in x's
     (float) dtype. With a float p the mask is dropout's: bernoulli_like(x, p) == (dropout(ones_like(x), p) == 0)
     with the same key.
@@ -149,8 +199,16 @@ def bernoulli_like(x: Tensor, p: float | Tensor = 0.5, *, generator: Stream = No
     return draw(kind, x, owner_of(generator), x.dtype, _checks.probabilities(p), *view)
 
 
-def randint_like(x: Tensor, low: int, high: int | None = None, *, generator: Stream = None,
-                 dtype: torch.dtype = torch.int64, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def randint_like(
+    x: Tensor,
+    low: int,
+    high: int | None = None,
+    *,
+    generator: Stream = None,
+    dtype: torch.dtype = torch.int64,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`
     (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means low = 0. Unlike torch,
     the default dtype is int64, not x's.
@@ -177,8 +235,15 @@ def randint_like(x: Tensor, low: int, high: int | None = None, *, generator: Str
     return draw("randint", x, owner_of(generator), dtype, *params)
 
 
-def exponential_like(x: Tensor, rate: float = 1.0, *, generator: Stream = None, dtype: torch.dtype | None = None,
-                     global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def exponential_like(
+    x: Tensor,
+    rate: float = 1.0,
+    *,
+    generator: Stream = None,
+    dtype: torch.dtype | None = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.empty_like(x).exponential_(rate)``: Exp(rate) shaped, strided and placed like
     torch.empty_like(x, dtype=dtype) (functional.exponential's values with a drawn key). Every value is positive
     and finite. Not differentiable.
@@ -202,8 +267,9 @@ def exponential_like(x: Tensor, rate: float = 1.0, *, generator: Stream = None, 
     return draw("exponential", x, owner_of(generator), x.dtype if dtype is None else dtype, *params)
 
 
-def randperm(n: int, *, generator: Stream = None, dtype: torch.dtype = torch.int64,
-             device: str | torch.device = "cpu") -> Tensor:
+def randperm(
+    n: int, *, generator: Stream = None, dtype: torch.dtype = torch.int64, device: str | torch.device = "cpu"
+) -> Tensor:
     """Stands in for ``torch.randperm``: a permutation of range(n) on `device` (functional.randperm's with a drawn
     key); advances the Generator by blocks_used(n, dtype, "randperm").
 
@@ -256,8 +322,15 @@ def _any_key(x):
     return torch.empty(2, dtype=torch.int64, device=x.device)
 
 
-def quantize(x: Tensor, mode: str = "noise", means: Tensor | None = None, *, generator: Stream = None,
-             global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def quantize(
+    x: Tensor,
+    mode: str = "noise",
+    means: Tensor | None = None,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``CompressAI's EntropyModel.quantize``: "noise" -> x + U[-0.5, 0.5) in one pass (gradient 1);
     "dequantize" -> round(x - means) + means; "symbols" -> round(x - means).int(). Only "noise" draws.
 
@@ -294,8 +367,17 @@ def quantize(x: Tensor, mode: str = "noise", means: Tensor | None = None, *, gen
 
 # ---- the dropout family, with torch.nn.functional's signatures (plus keyword-only generator=) ----
 
-def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
-            generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+
+def dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout``: each element kept, scaled by 1/(1-p), iff its u >= p, else
     zeroed; the identity, drawing nothing, when not training. Backward recomputes the mask from the 16-byte key.
 
@@ -313,12 +395,19 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         >>> torch_rngx.dropout(torch.ones(4), 1.0)
         tensor([0., 0., 0., 0.])
     """
-    return dropout_from("dropout", input, p, training, inplace,
-                        owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
 
 
-def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
-              generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def dropout1d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout1d``: one keep/drop decision per (n, c) of an (N, C, L) input, or per
     channel of a (C, L) one, applied to the whole channel.
 
@@ -336,12 +425,19 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         >>> torch_rngx.dropout1d(torch.ones(2, 3, 5), 0.5).shape
         torch.Size([2, 3, 5])
     """
-    return dropout_from("dropout1d", input, p, training, inplace,
-                        owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout1d", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
 
 
-def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
-              generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def dropout2d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout2d``: one decision per (n, c) of an (N, C, H, W) input, with torch's
     warnings for other ranks (a 3D input is taken as (N, C, L), as torch does).
 
@@ -359,12 +455,19 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         >>> torch_rngx.dropout2d(torch.ones(2, 3, 4, 4), 0.5).shape
         torch.Size([2, 3, 4, 4])
     """
-    return dropout_from("dropout2d", input, p, training, inplace,
-                        owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout2d", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
 
 
-def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
-              generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def dropout3d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout3d``: one decision per (n, c) of an (N, C, D, H, W) input, or per
     channel of a (C, D, H, W) one.
 
@@ -382,12 +485,19 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         >>> torch_rngx.dropout3d(torch.ones(2, 3, 2, 2, 2), 0.5).shape
         torch.Size([2, 3, 2, 2, 2])
     """
-    return dropout_from("dropout3d", input, p, training, inplace,
-                        owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout3d", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
 
 
-def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False, *,
-                  generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def alpha_dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.functional.alpha_dropout``: dropout that keeps a SELU network's zero mean and unit
     variance (dropped units take SELU's negative saturation value, then an affine map). As in torch, training
     defaults to False.
@@ -406,12 +516,19 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         >>> torch_rngx.alpha_dropout(torch.ones(3), 0.5)
         tensor([1., 1., 1.])
     """
-    return dropout_from("alpha_dropout", input, p, training, inplace,
-                        owner_of(generator), (global_shape, global_start))
+    return dropout_from("alpha_dropout", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
 
 
-def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False, *,
-                          generator: Stream = None, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def feature_alpha_dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    generator: Stream = None,
+    global_shape: Shape = None,
+    global_start: Shape = None,
+) -> Tensor:
     """Stands in for ``torch.nn.functional.feature_alpha_dropout``: alpha dropout with one decision per (n, c).
     As in torch, training defaults to False.
 
@@ -429,8 +546,9 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         >>> torch_rngx.feature_alpha_dropout(torch.ones(2, 3, 4), 0.5, training=True).shape
         torch.Size([2, 3, 4])
     """
-    return dropout_from("feature_alpha_dropout", input, p, training, inplace,
-                        owner_of(generator), (global_shape, global_start))
+    return dropout_from(
+        "feature_alpha_dropout", input, p, training, inplace, owner_of(generator), (global_shape, global_start)
+    )
 
 
 def dropout_from(kind, x, p, training, inplace, owner, view=(None, None)):
@@ -441,8 +559,9 @@ def dropout_from(kind, x, p, training, inplace, owner, view=(None, None)):
     p = _checks.dropout_probability(p)
     view = _checks.global_view(x.shape, *view)
     if not isinstance(training, bool) or not isinstance(inplace, bool):
-        raise TypeError(f"training and inplace must be bools, got {type(training).__name__} and "
-                        f"{type(inplace).__name__}")
+        raise TypeError(
+            f"training and inplace must be bools, got {type(training).__name__} and {type(inplace).__name__}"
+        )
     if kind in _CHANNEL_RANKS:
         batched = _channel_rank(kind, x.dim())
         if not batched and view[0] is not None:
@@ -488,14 +607,16 @@ def _channel_rank(kind, dim):
         raise RuntimeError(
             f"dropout1d: Expected 2D or 3D input, but received a {dim}D input. Note that dropout1d exists to "
             "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an "
-            "optional batch dimension (i.e. 2D or 3D inputs).")
+            "optional batch dimension (i.e. 2D or 3D inputs)."
+        )
     if kind != "dropout1d" and dim not in (batched - 1, batched):
         warnings.warn(
             f"{kind}: Received a {dim}-D input to {kind}, which is deprecated and will result in an error in a "
             f"future release. To retain the behavior and silence this warning, please use dropout instead. Note "
             f"that {kind} exists to provide channel-wise dropout on inputs with {batched - 2} spatial dimensions, "
             f"a channel dimension, and an optional batch dimension (i.e. {batched - 1}D or {batched}D inputs).",
-            stacklevel=4)
+            stacklevel=4,
+        )
     if kind == "dropout2d":  # torch never adds a batch dim here; a 3D input is (N, C, L), with a warning
         if dim == 3:
             warnings.warn(
@@ -503,6 +624,8 @@ def _channel_rank(kind, dim):
                 "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
                 "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
                 "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d "
-                "instead.", stacklevel=4)
+                "instead.",
+                stacklevel=4,
+            )
         return True
     return dim == batched  # dropout1d and dropout3d add a batch dim to anything but the batched rank

@@ -1,4 +1,5 @@
 """Testing helpers for users' CI: torch.library.opcheck over every rngx op and a battery of inputs."""
+
 from __future__ import annotations
 
 from typing import Any, Iterator

@@ -8,6 +8,7 @@ must launch with `enable_fp_fusion=False`: compiled Triton otherwise contracts `
 rounds once and changes bits. Dropout, bernoulli and the raw words hold no such pair and give our bits either
 way. The 16-bit types round with integer operations (bfloat16) or an explicit round-to-nearest-even cast
 (float16), so the interpreter (TRITON_INTERPRET=1) and the GPU agree."""
+
 import triton
 import triton.language as tl
 
