@@ -167,12 +167,23 @@ def _layouts_for_fast_path(dtype):
             "expanded": base[:, :1].expand(2, 3, 8, 9)}
 
 
+# Every one-call op (rngx::*_from_): (its op, the stateful call, the functional op on the same key).
+_ONE_CALL_OPS = [
+    ("uniform", lambda x, g: torch_rngx.uniform_like(x, -1.0, 2.0, generator=g), lambda x, k: F.uniform(x, k, -1.0, 2.0)),
+    ("quantize_noise", lambda x, g: torch_rngx.quantize(x, generator=g), lambda x, k: F.quantize_noise(x, k, 0.5)),
+    ("normal", lambda x, g: torch_rngx.normal_like(x, -1.0, 3.0, generator=g), lambda x, k: F.normal(x, k, -1.0, 3.0)),
+    ("bernoulli", lambda x, g: torch_rngx.bernoulli_like(x, 0.3, generator=g), lambda x, k: F.bernoulli(x, k, 0.3)),
+    ("randint", lambda x, g: torch_rngx.randint_like(x, -3, 100, generator=g, dtype=torch.int32),
+     lambda x, k: F.randint(x, k, -3, 100, dtype=torch.int32)),
+]
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("path", _C.simd_paths())
 @ONE_KEY_FOR_ALL
 def test_fast_path_in_every_layout_path_and_thread_count(path, threads):
-    """The one-call path equals the two-call path (key, then the functional op) computed on the scalar path and
-    one thread, in every layout, dtype, Philox path and thread count."""
+    """Every one-call op equals the two-call path (key, then the functional op) computed on the scalar path and one
+    thread, in every layout, dtype, Philox path and thread count, and is the op the call takes."""
     before_path, before_threads = _C.simd(), torch.get_num_threads()
     try:
         for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
@@ -180,15 +191,15 @@ def test_fast_path_in_every_layout_path_and_thread_count(path, threads):
                 _C.set_simd("scalar")
                 torch.set_num_threads(1)
                 key = torch.tensor([77, 5])
-                want_u, want_q = F.uniform(x, key, -1.0, 2.0), F.quantize_noise(x, key, 0.5)
+                wants = [functional(x, key) for _, _, functional in _ONE_CALL_OPS]
                 _C.set_simd(path)
                 torch.set_num_threads(threads)
-                g = torch_rngx.Generator(77).set_state(key)
-                got_u = torch_rngx.uniform_like(x, -1.0, 2.0, generator=g)
-                g.set_state(key)
-                got_q = torch_rngx.quantize(x, generator=g)
-                for got, want in ((got_u, want_u), (got_q, want_q)):
-                    assert got.stride() == want.stride() and torch.equal(got, want), (name, dtype)
+                g = torch_rngx.Generator(77)
+                for (op, stateful, _), want in zip(_ONE_CALL_OPS, wants):
+                    g.set_state(key)
+                    calls, got = _rngx_calls(lambda stateful=stateful: stateful(x, g))
+                    assert calls == [f"rngx::{op}_from_"], (op, calls)
+                    assert got.stride() == want.stride() and torch.equal(got, want), (op, name, dtype)
     finally:
         _C.set_simd(before_path)
         torch.set_num_threads(before_threads)

@@ -67,6 +67,9 @@ def samples(device: torch.device | str = "cpu") -> Iterator[tuple[Any, tuple]]:
         x = torch.randn(3, 5, device=device).to(dtype)
         for spec in fused:
             yield spec.fused_kernel.default, (state.clone(), x, *spec.examples(x)[0])
+    for _, x in layouts(torch.float32, device) if torch.device(device).type == "cpu" else ():
+        for spec in fused:
+            yield spec.fused_kernel.default, (state.clone(), x, *spec.examples(x)[0])
     for size in ([], [0], [7], [3, 5], [2, 0, 3]):
         for dtype in (torch.int32, torch.int64, torch.uint8):
             yield ops.bits.default, (size, state, dtype)
