@@ -169,7 +169,8 @@ def _layouts_for_fast_path(dtype):
 
 # Every one-call op (rngx::*_from_): (its op, the stateful call, the functional op on the same key).
 _ONE_CALL_OPS = [
-    ("uniform", lambda x, g: torch_rngx.uniform_like(x, -1.0, 2.0, generator=g), lambda x, k: F.uniform(x, k, -1.0, 2.0)),
+    ("uniform", lambda x, g: torch_rngx.uniform_like(x, -1.0, 2.0, generator=g),
+     lambda x, k: F.uniform(x, k, -1.0, 2.0)),
     ("quantize_noise", lambda x, g: torch_rngx.quantize(x, generator=g), lambda x, k: F.quantize_noise(x, k, 0.5)),
     ("normal", lambda x, g: torch_rngx.normal_like(x, -1.0, 3.0, generator=g), lambda x, k: F.normal(x, k, -1.0, 3.0)),
     ("bernoulli", lambda x, g: torch_rngx.bernoulli_like(x, 0.3, generator=g), lambda x, k: F.bernoulli(x, k, 0.3)),
