@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 import torch_rngx
 import torch_rngx.functional as F
-from torch.distributed.tensor import DeviceMesh, Shard, distribute_tensor
+from torch.distributed.tensor import DeviceMesh, Replicate, Shard, distribute_tensor
 
 assert "torch_rngx.distributed" in sys.modules
 dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
@@ -20,6 +20,14 @@ assert torch.equal(u.full_tensor(), torch_rngx.rand_like(torch.ones(4, 6), gener
 got = F.dropout(x, F.key(5), 0.5).full_tensor()
 with torch_rngx.debug.key_reuse("off"):  # the same key again, for the plain tensor's values
     assert torch.equal(got, F.dropout(torch.ones(4, 6), F.key(5), 0.5))
+
+# A module's stream held as a replicated DTensor steps as the plain one does (rngx::step_'s rule).
+rng, plain = torch_rngx.nn.RNG(9), torch_rngx.nn.RNG(9)
+rng.state = distribute_tensor(rng.state, x.device_mesh, [Replicate()])
+got = torch_rngx.dropout(x, 0.5, generator=rng)
+with torch_rngx.debug.key_reuse("off"):  # the same stream again, for the plain tensor's values
+    assert torch.equal(got.full_tensor(), torch_rngx.dropout(torch.ones(4, 6), 0.5, generator=plain))
+assert torch.equal(rng.state.full_tensor(), plain.state)
 
 
 def noise(x):  # the DTensor drawn on is made inside the compiled function

@@ -167,7 +167,8 @@ def _fused(spec):
 
 
 def _on_key(cls, func, types, args, kwargs):
-    """Ops on keys alone (bits, take_, split, fold_in): a replicated DTensor key gives a replicated DTensor."""
+    """Ops on keys alone (bits, take_, step_, split, fold_in): a replicated DTensor key gives a replicated
+    DTensor."""
     a = _bind(func, args, kwargs)
     keys = {n: v for n, v in a.items() if isinstance(v, DTensor)}
     mesh = next(iter(keys.values())).device_mesh
@@ -197,6 +198,7 @@ _RULES = {
     **{op.fused: _fused(op) for op in SPECS.values() if op.fused is not None},
     "bits": _on_key,
     "take_": _on_key,
+    "step_": _on_key,
     "split": _on_key,
     "fold_in": _on_key,
 }
