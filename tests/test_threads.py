@@ -154,3 +154,26 @@ def test_take_and_fused_steps_share_one_lock(busy_switching):
     offsets = taken[0] + taken[1]
     assert int(state[1]) == calls * (3 + 3 + 2 + 2), "a step was lost"
     assert len(set(offsets)) == len(offsets), "take_ handed out one key twice"
+
+
+def test_step_and_take_share_the_one_lock(busy_switching):
+    """rngx::step_ (the C++ step take_'s Python kernel calls for a CPU state), called directly, take_ and a one-call
+    op step one state under one lock: the offset ends at the sum of every call's blocks."""
+    calls, ops = 2000, torch.ops.rngx
+    state = torch.tensor([5, 0], dtype=torch.int64)
+    x = torch.empty(8)
+
+    def stepper():
+        for _ in range(calls):
+            ops.step_(state, 5)
+
+    def taker():
+        for _ in range(calls):
+            ops.take_(state, 3)
+
+    def uniform():
+        for _ in range(calls):
+            ops.uniform_from_(state, x, 0.0, 1.0, None)
+
+    run_concurrently([stepper, stepper, taker, uniform])
+    assert int(state[1]) == calls * (5 + 5 + 3 + 2), "a step was lost"
