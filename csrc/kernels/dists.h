@@ -142,38 +142,59 @@ RNGX_FN rngx_pair rngx_normal64(const uint32_t *w) {
 
 /* ---- truncated normal: the inverse CDF ---- */
 
-/* Phi^-1(p) for 0 < p < 1: Wichura's AS 241 (PPND16, about 1e-16 relative), with rngx_log. */
+/* Phi^-1(p) for 0 < p < 1: Wichura's AS 241 (PPND16, about 1e-16 relative), with rngx_log. Its central region and
+ * its tails are functions of their own, so that the CPU loops can run each as a vectorized pass over the elements
+ * that need it (loops.c); each region's value is the same expression wherever it is computed. */
+
+/* c7 x^7 + ... + c1 x + c0, nested from c7 (Horner's rule), as AS 241 evaluates its polynomials. */
+RNGX_FN double rngx_horner7(double x, double c7, double c6, double c5, double c4, double c3, double c2, double c1,
+                            double c0) {
+  return ((((((c7 * x + c6) * x + c5) * x + c4) * x + c3) * x + c2) * x + c1) * x + c0;
+}
+
+/* |q| <= 0.425, q = p - 1/2: a rational function of 0.180625 - q^2. |q| is the sign bit cleared: gcc makes a branch
+ * of `q < 0 ? -q : q` here, which keeps the loops scalar. */
+RNGX_FN int rngx_ndtri_is_central(double q) { return rngx_bits_f64(rngx_f64_bits(q) & 0x7FFFFFFFFFFFFFFFull) <= 0.425; }
+
+RNGX_FN double rngx_ndtri_central(double q) {
+  const double r = 0.180625 - q * q;
+  const double num = rngx_horner7(r, 2.5090809287301226727e3, 3.3430575583588128105e4, 6.7265770927008700853e4,
+                                  4.5921953931549871457e4, 1.3731693765509461125e4, 1.9715909503065514427e3,
+                                  1.3314166789178437745e2, 3.3871328727963666080);
+  const double den = rngx_horner7(r, 5.2264952788528545610e3, 2.8729085735721942674e4, 3.9307895800092710610e4,
+                                  2.1213794301586595867e4, 5.3941960214247511077e3, 6.8718700749205790830e2,
+                                  4.2313330701600911252e1, 1.0);
+  return q * num / den;
+}
+
+/* |q| > 0.425: r = sqrt(-ln min(p, 1 - p)), a rational function of r - 1.6 for r <= 5 and of r - 5 beyond (p below
+ * e^-25), negative for p < 1/2. Both regions' polynomials are computed, then one numerator and one denominator
+ * selected for the one division (a branch here would keep a loop scalar). */
+RNGX_FN double rngx_ndtri_tail(double p, double q) {
+  const double r = sqrt(-rngx_log(rngx_select(q < 0, p, 1.0 - p), 1)), s = r - 1.6, t = r - 5.0;
+  const int near = r <= 5.0;
+  const double num = rngx_select(
+      near,
+      rngx_horner7(s, 7.74545014278341407640e-4, 2.27238449892691845833e-2, 2.41780725177450611770e-1,
+                   1.27045825245236838258, 3.64784832476320460504, 5.76949722146069140550, 4.63033784615654529590,
+                   1.42343711074968357734),
+      rngx_horner7(t, 2.01033439929228813265e-7, 2.71155556874348757815e-5, 1.24266094738807843860e-3,
+                   2.65321895265761230930e-2, 2.96560571828504891230e-1, 1.78482653991729133580, 5.46378491116411436990,
+                   6.65790464350110377720));
+  const double den = rngx_select(
+      near,
+      rngx_horner7(s, 1.05075007164441684324e-9, 5.47593808499534494600e-4, 1.51986665636164571966e-2,
+                   1.48103976427480074590e-1, 6.89767334985100004550e-1, 1.67638483018380384940, 2.05319162663775882187,
+                   1.0),
+      rngx_horner7(t, 2.04426310338993978564e-15, 1.42151175831644588870e-7, 1.84631831751005468180e-5,
+                   7.86869131145613259100e-4, 1.48753612908506148525e-2, 1.36929880922735805310e-1,
+                   5.99832206555887937690e-1, 1.0));
+  return rngx_negate_if(q < 0, num / den);
+}
+
 RNGX_FN double rngx_ndtri(double p) {
   const double q = p - 0.5;
-  if ((q < 0 ? -q : q) <= 0.425) {
-    const double r = 0.180625 - q * q;
-    const double num = ((((((2.5090809287301226727e3 * r + 3.3430575583588128105e4) * r + 6.7265770927008700853e4) * r +
-                           4.5921953931549871457e4) * r + 1.3731693765509461125e4) * r + 1.9715909503065514427e3) * r +
-                         1.3314166789178437745e2) * r + 3.3871328727963666080;
-    const double den = ((((((5.2264952788528545610e3 * r + 2.8729085735721942674e4) * r + 3.9307895800092710610e4) * r +
-                           2.1213794301586595867e4) * r + 5.3941960214247511077e3) * r + 6.8718700749205790830e2) * r +
-                         4.2313330701600911252e1) * r + 1.0;
-    return q * num / den;
-  }
-  double r = sqrt(-rngx_log(q < 0 ? p : 1.0 - p, 1)), v;
-  if (r <= 5.0) {
-    r -= 1.6;
-    v = ((((((7.74545014278341407640e-4 * r + 2.27238449892691845833e-2) * r + 2.41780725177450611770e-1) * r +
-            1.27045825245236838258) * r + 3.64784832476320460504) * r + 5.76949722146069140550) * r +
-         4.63033784615654529590) * r + 1.42343711074968357734;
-    v /= ((((((1.05075007164441684324e-9 * r + 5.47593808499534494600e-4) * r + 1.51986665636164571966e-2) * r +
-             1.48103976427480074590e-1) * r + 6.89767334985100004550e-1) * r + 1.67638483018380384940) * r +
-          2.05319162663775882187) * r + 1.0;
-  } else {
-    r -= 5.0;
-    v = ((((((2.01033439929228813265e-7 * r + 2.71155556874348757815e-5) * r + 1.24266094738807843860e-3) * r +
-            2.65321895265761230930e-2) * r + 2.96560571828504891230e-1) * r + 1.78482653991729133580) * r +
-         5.46378491116411436990) * r + 6.65790464350110377720;
-    v /= ((((((2.04426310338993978564e-15 * r + 1.42151175831644588870e-7) * r + 1.84631831751005468180e-5) * r +
-             7.86869131145613259100e-4) * r + 1.48753612908506148525e-2) * r + 1.36929880922735805310e-1) * r +
-          5.99832206555887937690e-1) * r + 1.0;
-  }
-  return q < 0 ? -v : v;
+  return rngx_ndtri_is_central(q) ? rngx_ndtri_central(q) : rngx_ndtri_tail(p, q);
 }
 
 /* The truncated normal's numbers, from rngx_truncnorm_params (params.c): sample Phi^-1(pa + u * pw) in the standard
@@ -183,13 +204,22 @@ typedef struct {
   int flip;
 } rngx_tn;
 
-/* u = m53(w0, w1) 2^-53 in [0, 1); p is kept in [2^-1022, 1 - 2^-53] so the log sees no 0 and no subnormal. */
-RNGX_FN double rngx_truncnorm_value(uint64_t m53, const rngx_tn *t) {
-  double p = t->pa + ((double)(int64_t)m53 * 0x1p-53) * t->pw;
-  p = p < 0x1p-1022 ? 0x1p-1022 : p > 1.0 - 0x1p-53 ? 1.0 - 0x1p-53 : p;
-  const double z = rngx_ndtri(p);
-  const double v = t->mean + t->std * (t->flip ? -z : z);
+/* p from u = m53(w0, w1) 2^-53 in [0, 1) (m53 < 2^53 converted exactly, in two pieces, as SIMD code without 64-bit
+ * integer conversions can); kept in [2^-1022, 1 - 2^-53] so the log sees no 0 and no subnormal. */
+RNGX_FN double rngx_truncnorm_p(uint64_t m53, const rngx_tn *t) {
+  const double m = rngx_small_to_f64(m53 >> 32) * 0x1p32 + rngx_small_to_f64(m53 & 0xFFFFFFFFu);
+  const double p = t->pa + (m * 0x1p-53) * t->pw;
+  return rngx_select(p < 0x1p-1022, 0x1p-1022, rngx_select(p > 1.0 - 0x1p-53, 1.0 - 0x1p-53, p));
+}
+
+/* mean + std * z (z negated when flip), clamped to [a, b]. */
+RNGX_FN double rngx_truncnorm_scale(double z, const rngx_tn *t) {
+  const double v = t->mean + t->std * rngx_negate_if(t->flip != 0, z);
   return v < t->a ? t->a : v > t->b ? t->b : v;
+}
+
+RNGX_FN double rngx_truncnorm_value(uint64_t m53, const rngx_tn *t) {
+  return rngx_truncnorm_scale(rngx_ndtri(rngx_truncnorm_p(m53, t)), t);
 }
 
 /* ---- randint: floor(range * x / 2^bits) ---- */

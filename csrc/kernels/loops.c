@@ -12,10 +12,10 @@
 /* The float loops are also built for AVX2 and AVX-512, the widest the CPU runs picked at load time (ifunc):
  * they are plain IEEE multiplies, adds and exact conversions with no contraction, and the 16-bit types'
  * roundings are integer ops (convert_lanes.h), so every build gives the same bits, and the float work costs
- * little next to the SIMD Philox. */
-#if RNGX_X86_SIMD
+ * little next to the SIMD Philox. benchmarks/kernel_ns.c defines RNGX_CLONES to build one target alone. */
+#if !defined(RNGX_CLONES) && RNGX_X86_SIMD
 #define RNGX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
+#elif !defined(RNGX_CLONES)
 #define RNGX_CLONES
 #endif
 
@@ -229,32 +229,67 @@ RNGX_CLONES FLAT static void normal_f64(const rngx_op *op, const rngx_span *r) {
 }
 
 /* truncated normal: the inverse CDF in double, clamped to [a, b]; <= 32-bit types round it (through float32) and
- * clamp again to the type's values inside [a, b]. */
+ * clamp again to the type's values inside [a, b]. AS 241 (dists.h) takes one division in its central region
+ * (|p - 1/2| <= 0.425: 85-89% of the draws for bounds at 2 standard deviations) and a log, a square root and a
+ * division in its tails. A loop with that branch runs scalar, and computing both for every element pays the
+ * tails' work (most of the cost) for all. So each chunk of a span runs in passes: every element's central value,
+ * stored (vectorized); the tail elements' indices gathered into a list (a branch-free compaction), padded to
+ * whole vectors with index 0 (computed, never stored); their tail values (vectorized), then stored over the
+ * central ones. Every element's value is rngx_truncnorm_value's expression. */
+#define TN_CHUNK 128
+#define TN_PAD 8 /* doubles in the widest vector */
 
-static void truncnorm_f32(const rngx_op *op, const rngx_span *r) {
-  const uint32_t *w = r->w;
-  float *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j)
-    o[j * so] = rngx_clamp_f32((float)rngx_truncnorm_value(rngx_m53(w[2 * j], w[2 * j + 1]), &op->p.tn), op->p.tn_lo, op->p.tn_hi);
+/* An output value from its standard-space value z: float32, or a 16-bit type's bits; truncnorm_put stores it. */
+CLONE_BODY float truncnorm_f32_of(double z, const rngx_tn *tn, float lo, float hi) {
+  return rngx_clamp_f32((float)rngx_truncnorm_scale(z, tn), lo, hi);
 }
 
-static inline void truncnorm_16(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
-  const uint32_t *w = r->w;
-  uint16_t *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) {
-    const float v = load16(dt, store16(dt, (float)rngx_truncnorm_value(rngx_m53(w[2 * j], w[2 * j + 1]), &op->p.tn)));
-    o[j * so] = store16(dt, rngx_clamp_f32(v, op->p.tn_lo, op->p.tn_hi));
+CLONE_BODY uint16_t truncnorm_16_of(rngx_dtype dt, double z, const rngx_tn *tn, float lo, float hi) {
+  return store16(dt, rngx_clamp_f32(load16(dt, store16(dt, (float)rngx_truncnorm_scale(z, tn))), lo, hi));
+}
+
+CLONE_BODY void truncnorm_put(rngx_dtype dt, void *o, int64_t i, double z, const rngx_tn *tn, float lo, float hi) {
+  if (dt == RNGX_FLOAT64) ((double *)o)[i] = rngx_truncnorm_scale(z, tn);
+  else if (dt == RNGX_FLOAT32) ((float *)o)[i] = truncnorm_f32_of(z, tn, lo, hi);
+  else ((uint16_t *)o)[i] = truncnorm_16_of(dt, z, tn, lo, hi);
+}
+
+/* Elements [0, n) of a chunk, n <= TN_CHUNK. */
+CLONE_BODY void truncnorm_chunk(rngx_dtype dt, const rngx_tn *tn, float lo, float hi, const uint32_t *w, int64_t n,
+                                void *o, int64_t so) {
+  double p[TN_CHUNK], tail[TN_CHUNK + TN_PAD];
+  int64_t in_tail[TN_CHUNK], at[TN_CHUNK + TN_PAD], m = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    p[j] = rngx_truncnorm_p(rngx_m53(w[2 * j], w[2 * j + 1]), tn);
+    in_tail[j] = !rngx_ndtri_is_central(p[j] - 0.5);
+    truncnorm_put(dt, o, j * so, rngx_ndtri_central(p[j] - 0.5), tn, lo, hi);
   }
+  for (int64_t j = 0; j < n; ++j) {
+    at[m] = j;
+    m += in_tail[j];
+  }
+  const int64_t padded = (m + TN_PAD - 1) / TN_PAD * TN_PAD;
+  for (int64_t i = m; i < padded; ++i) at[i] = 0;
+  for (int64_t i = 0; i < padded; ++i) tail[i] = rngx_ndtri_tail(p[at[i]], p[at[i]] - 0.5);
+  for (int64_t i = 0; i < m; ++i) truncnorm_put(dt, o, at[i] * so, tail[i], tn, lo, hi);
 }
 
-static void truncnorm_f16(const rngx_op *op, const rngx_span *r) { truncnorm_16(RNGX_FLOAT16, op, r); }
-static void truncnorm_bf16(const rngx_op *op, const rngx_span *r) { truncnorm_16(RNGX_BFLOAT16, op, r); }
-
-static void truncnorm_f64(const rngx_op *op, const rngx_span *r) {
-  const uint32_t *w = r->w;
-  double *o = r->out;
-  for (int64_t j = 0, n = r->n, so = r->so; j < n; ++j) o[j * so] = rngx_truncnorm_value(rngx_m53(w[2 * j], w[2 * j + 1]), &op->p.tn);
+CLONE_BODY void truncnorm_loop(rngx_dtype dt, rngx_tn tn, float lo, float hi, const uint32_t *w, int64_t n, void *o,
+                               int64_t so) {
+  const int64_t size = dt == RNGX_FLOAT64 ? 8 : dt == RNGX_FLOAT32 ? 4 : 2;
+  for (int64_t c = 0; c < n; c += TN_CHUNK)
+    truncnorm_chunk(dt, &tn, lo, hi, w + 2 * c, n - c < TN_CHUNK ? n - c : TN_CHUNK, (char *)o + c * so * size, so);
 }
+
+CLONE_BODY void truncnorm(rngx_dtype dt, const rngx_op *op, const rngx_span *r) {
+  if (r->so == 1) truncnorm_loop(dt, op->p.tn, op->p.tn_lo, op->p.tn_hi, r->w, r->n, r->out, 1);
+  else truncnorm_loop(dt, op->p.tn, op->p.tn_lo, op->p.tn_hi, r->w, r->n, r->out, r->so);
+}
+
+RNGX_CLONES FLAT static void truncnorm_f32(const rngx_op *op, const rngx_span *r) { truncnorm(RNGX_FLOAT32, op, r); }
+RNGX_CLONES FLAT static void truncnorm_f16(const rngx_op *op, const rngx_span *r) { truncnorm(RNGX_FLOAT16, op, r); }
+RNGX_CLONES FLAT static void truncnorm_bf16(const rngx_op *op, const rngx_span *r) { truncnorm(RNGX_BFLOAT16, op, r); }
+RNGX_CLONES FLAT static void truncnorm_f64(const rngx_op *op, const rngx_span *r) { truncnorm(RNGX_FLOAT64, op, r); }
 
 /* bernoulli: 1 iff u < p, dropout's u (24 bits, 53 for float64): with a scalar p, iff the integer behind u is
  * below dropout's keep threshold ceil(p 2^bits); with a tensor p, compared with p in float32 (double), exactly. */
