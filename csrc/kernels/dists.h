@@ -168,10 +168,13 @@ RNGX_FN double rngx_ndtri_central(double q) {
 }
 
 /* |q| > 0.425: r = sqrt(-ln min(p, 1 - p)), a rational function of r - 1.6 for r <= 5 and of r - 5 beyond (p below
- * e^-25), negative for p < 1/2. Both regions' polynomials are computed, then one numerator and one denominator
- * selected for the one division (a branch here would keep a loop scalar). */
-RNGX_FN double rngx_ndtri_tail(double p, double q) {
-  const double r = sqrt(-rngx_log(rngx_select(q < 0, p, 1.0 - p), 1)), s = r - 1.6, t = r - 5.0;
+ * e^-25), negative for p < 1/2 (q < 0). Both regions' polynomials are computed, then one numerator and one
+ * denominator selected for the one division (a branch here would keep a loop scalar). In two steps, r and then
+ * the rest, which the CPU loops run as two passes: shorter dependency chains overlap better. */
+RNGX_FN double rngx_ndtri_tail_r(double p, double q) { return sqrt(-rngx_log(rngx_select(q < 0, p, 1.0 - p), 1)); }
+
+RNGX_FN double rngx_ndtri_tail_of_r(double r, double q) {
+  const double s = r - 1.6, t = r - 5.0;
   const int near = r <= 5.0;
   const double num = rngx_select(
       near,
@@ -191,6 +194,8 @@ RNGX_FN double rngx_ndtri_tail(double p, double q) {
                    5.99832206555887937690e-1, 1.0));
   return rngx_negate_if(q < 0, num / den);
 }
+
+RNGX_FN double rngx_ndtri_tail(double p, double q) { return rngx_ndtri_tail_of_r(rngx_ndtri_tail_r(p, q), q); }
 
 RNGX_FN double rngx_ndtri(double p) {
   const double q = p - 0.5;
