@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import dists
 import dropout_family
 import global_view
 import key_reuse
+import machine
 import mode
 import per_call
 import torch_rngx
@@ -273,8 +273,7 @@ def main():
         return
     os.makedirs(args.out, exist_ok=True)
     sizes = [2**n for n in range(10, args.max_log2 + 1, 2)]
-    print(f"torch {torch.__version__}, torch_rngx Philox path {_C.simd()}, {os.cpu_count()} CPUs, "
-          f"{platform.processor() or platform.machine()}", flush=True)
+    print(machine.line(), flush=True)
 
     paths = philox_paths()
     results = []
@@ -318,13 +317,14 @@ def main():
     key_reuse.print_table(reuse_rows)
 
     with open(os.path.join(args.out, "bench.json"), "w") as f:
-        json.dump({"torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(), "threads": threads,
+        json.dump({"machine": machine.describe(), "torch": torch.__version__, "simd": _C.simd(), "cpus": os.cpu_count(),
+                   "threads": threads,
                    "philox_paths": paths, "results": results, "reused_memory_results": reused,
                    "dropout_saved_bytes": saved, "targets": goals, "per_call": calls,
                    "dropout_family": family, "distributions": distributions, "global_view": views,
                    "mode": mode_rows, "key_reuse": reuse_rows}, f, indent=1)
     plot(results, threads, os.path.join(args.out, "bench.png"))
-    print(f"\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
+    print(f"\n{machine.line()}\nwrote {os.path.join(args.out, 'bench.json')} and bench.png")
 
 
 if __name__ == "__main__":

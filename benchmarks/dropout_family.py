@@ -59,5 +59,8 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
+    import machine
+
+    print(machine.line())
     torch.set_num_threads(min(2, torch.get_num_threads()))
     print_table(run())

@@ -38,4 +38,7 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
+    import machine
+
+    print(machine.line())
     print_table(run())

@@ -99,6 +99,9 @@ def main():
     if args.serve is not None:
         _serve(args.serve)
         return
+    import machine
+
+    print(machine.line())
     print_table(run(args.budget, args.rounds, args.base))
 
 

@@ -59,5 +59,8 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
+    import machine
+
+    print(machine.line())
     torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)  # threads: an optional first argument
     print_table(run())

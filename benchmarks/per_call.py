@@ -111,4 +111,7 @@ def print_table(rows):
 if __name__ == "__main__":
     import sys
 
+    import machine
+
+    print(machine.line())
     print_table(run(sizes=(10,)) if "--small" in sys.argv else run())

@@ -18,6 +18,9 @@ PIECES = {
 }
 
 if __name__ == "__main__":
+    import machine
+
+    print(machine.line())
     best = {name: float("inf") for name in PIECES}
     for _ in range(5):
         for name, piece in PIECES.items():
