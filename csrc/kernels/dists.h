@@ -176,7 +176,7 @@ RNGX_FN double rngx_ndtri(double p) {
   return q < 0 ? -v : v;
 }
 
-/* The truncated normal's numbers, from rngx_truncnorm_params (params.c): sample Phi^-1(pa + u * pw) in the standard
+/* The truncated normal's numbers, from rngx_truncnorm_params (elements.h): sample Phi^-1(pa + u * pw) in the standard
  * space, negated when `flip`, then mean + std * z clamped to [a, b]. */
 typedef struct {
   double pa, pw, mean, std, a, b;
@@ -214,28 +214,6 @@ RNGX_FN uint64_t rngx_randint64(uint64_t range, const uint32_t *w) {
   const uint64_t hi = (uint64_t)w[0] << 32 | w[1], lo = (uint64_t)w[2] << 32 | w[3];
   const uint64_t mid = range * hi, carry_in = rngx_mulhi64(range, lo);
   return rngx_mulhi64(range, hi) + (mid + carry_in < mid);
-}
-
-/* ---- exponential: E = -ln u with u in (0, 1), never 0 or 1, so E is finite and > 0 ---- */
-
-/* float32, float16, bfloat16: one word, u = (2 w + 1) 2^-33 (odd multiples of 2^-33; the short log). */
-RNGX_FN double rngx_exponential32(uint32_t w) {
-  const double u = (rngx_small_to_f64(w) * 2.0 + 1.0) * 0x1p-33;
-  return -rngx_log(u, 0);
-}
-
-/* float64: two words, m = ((w0 & 0xFFFFF) << 32) | w1 (52 bits), u = (2 m + 1) 2^-53 (the full log). 2 m + 1 < 2^53
- * in two exact pieces. */
-RNGX_FN double rngx_exponential64(uint32_t w0, uint32_t w1) {
-  const double v = rngx_small_to_f64(w0 & 0xFFFFFu) * 0x1p33 + (rngx_small_to_f64(w1) * 2.0 + 1.0);
-  return -rngx_log(v * 0x1p-53, 1);
-}
-
-/* multinomial's race: e / w for a weight w > 0 (at most DBL_MAX, so any positive weight beats a zero one), and
- * +inf for w <= 0 or NaN (never drawn). */
-RNGX_FN double rngx_race_score(double e, double w) {
-  const double q = e / (w > 0 ? w : 1.0);
-  return w > 0 ? (q < 0x1.fffffffffffffp+1023 ? q : 0x1.fffffffffffffp+1023) : rngx_bits_f64(0x7FF0000000000000ull);
 }
 
 #endif

@@ -213,16 +213,20 @@ Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t se
 
 enum Op { BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE };
 
-// The op's parameters, derived once on the host (rngx_*_params) and read by both kernels.
+// The op's parameters, derived once on the host (rngx_*_params) and read by both kernels. randint's are the
+// kernels' numbers themselves (low, and a range up to 2^64 - 1 from any low).
 rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
-  if (op == UNIFORM) return rngx_uniform_params(dt, a, b);
-  if (op == NOISE) return rngx_noise_params(a);
-  if (op == DROPOUT || op == BERNOULLI) return rngx_dropout_params(a);
-  if (op == NORMAL) return rngx_normal_params(a, b);
-  if (op == RANDINT) return rngx_randint_params((int64_t)a, (uint64_t)b);
-  if (op == EXPONENTIAL) return rngx_exponential_params(a);
   rngx_params p{};
-  if (op == TRUNCNORM && rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p) != 0) std::abort();
+  const char *refused = nullptr;
+  if (op == UNIFORM) refused = rngx_uniform_params(dt, a, b, &p);
+  if (op == NOISE) refused = rngx_quantize_noise_params(dt, a, &p);
+  if (op == DROPOUT) refused = rngx_dropout_params(dt, a, &p);
+  if (op == BERNOULLI) refused = rngx_bernoulli_params(dt, a, &p);
+  if (op == NORMAL) refused = rngx_normal_params(dt, a, b, &p);
+  if (op == EXPONENTIAL) refused = rngx_exponential_params(dt, a, &p);
+  if (op == TRUNCNORM) refused = rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p);
+  if (op == RANDINT) p.low = (uint64_t)(int64_t)a, p.range = (uint64_t)b;
+  if (refused != nullptr) std::abort();
   return p;
 }
 
@@ -234,7 +238,8 @@ void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
   if (op == DROPOUT) rngx_dropout(&job, &p, 0, n);
   if (op == NORMAL) rngx_normal(&job, &p, 0, n);
   if (op == TRUNCNORM) rngx_truncnorm(&job, &p, 0, n);
-  if (op == BERNOULLI || op == BERNOULLI_P) rngx_bernoulli(&job, &p, 0, n);
+  if (op == BERNOULLI) rngx_bernoulli(&job, &p, 0, n);
+  if (op == BERNOULLI_P) rngx_bernoulli_tensor(&job, 0, n);
   if (op == RANDINT) rngx_randint(&job, &p, 0, n);
   if (op == EXPONENTIAL) rngx_exponential(&job, &p, 0, n);
   if (op == RACE) rngx_race(&job, 0, n);
@@ -247,7 +252,8 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
   if (op == NOISE) return rngx_cuda_quantize_noise(&job, nullptr, &p);
   if (op == NORMAL) return rngx_cuda_normal(&job, nullptr, &p);
   if (op == TRUNCNORM) return rngx_cuda_truncnorm(&job, nullptr, &p);
-  if (op == BERNOULLI || op == BERNOULLI_P) return rngx_cuda_bernoulli(&job, nullptr, &p);
+  if (op == BERNOULLI) return rngx_cuda_bernoulli(&job, nullptr, &p);
+  if (op == BERNOULLI_P) return rngx_cuda_bernoulli_tensor(&job, nullptr);
   if (op == RANDINT) return rngx_cuda_randint(&job, nullptr, &p);
   if (op == EXPONENTIAL) return rngx_cuda_exponential(&job, nullptr, &p);
   if (op == RACE) return rngx_cuda_race(&job, nullptr);
@@ -486,19 +492,21 @@ void check_kat() {
     if (view) rngx_global_view(&job.keys, c.ndim, c.shape, c.global_shape, c.global_start, pos.data());
     rngx_params p{};
     int rc = -1;
+    const auto accepted = [](const char *refused) { return refused == nullptr; };  // the derivation accepts
     if (op == "bits") rc = rngx_cuda_bits(&job, nullptr);
-    if (op == "uniform") p = rngx_uniform_params(dt, c.p0, c.p1), rc = rngx_cuda_uniform(&job, nullptr, &p);
-    if (op == "quantize_noise") p = rngx_noise_params(c.p0), rc = rngx_cuda_quantize_noise(&job, nullptr, &p);
-    if (op == "dropout") p = rngx_dropout_params(c.p0), rc = rngx_cuda_dropout(&job, nullptr, &p);
-    if (op == "normal") p = rngx_normal_params(c.p0, c.p1), rc = rngx_cuda_normal(&job, nullptr, &p);
-    if (op == "truncated_normal" && rngx_truncnorm_params(dt, c.p0, c.p1, c.p2, c.p3, &p) == 0)
+    if (op == "uniform" && accepted(rngx_uniform_params(dt, c.p0, c.p1, &p))) rc = rngx_cuda_uniform(&job, nullptr, &p);
+    if (op == "quantize_noise" && accepted(rngx_quantize_noise_params(dt, c.p0, &p)))
+      rc = rngx_cuda_quantize_noise(&job, nullptr, &p);
+    if (op == "dropout" && accepted(rngx_dropout_params(dt, c.p0, &p))) rc = rngx_cuda_dropout(&job, nullptr, &p);
+    if (op == "normal" && accepted(rngx_normal_params(dt, c.p0, c.p1, &p))) rc = rngx_cuda_normal(&job, nullptr, &p);
+    if (op == "truncated_normal" && accepted(rngx_truncnorm_params(dt, c.p0, c.p1, c.p2, c.p3, &p)))
       rc = rngx_cuda_truncnorm(&job, nullptr, &p);
-    if (op == "bernoulli") {
+    if (op == "bernoulli" && accepted(rngx_bernoulli_params(dt, c.p0, &p))) {
       job.in.data = nullptr;
-      p = rngx_dropout_params(c.p0), rc = rngx_cuda_bernoulli(&job, nullptr, &p);
+      rc = rngx_cuda_bernoulli(&job, nullptr, &p);
     }
-    if (op == "randint")
-      p = rngx_randint_params((int64_t)c.p0, (uint64_t)(c.p1 - c.p0)), rc = rngx_cuda_randint(&job, nullptr, &p);
+    if (op == "randint" && accepted(rngx_randint_params(dt, INT64_MIN, INT64_MAX, (int64_t)c.p0, (int64_t)c.p1, &p)))
+      rc = rngx_cuda_randint(&job, nullptr, &p);
     CHECK_MSG(rc == 0, "  %s: not run\n", c.name);
     const std::vector<unsigned char> got = d_out.read();
     bool ok = c.n == n;
