@@ -130,11 +130,11 @@ static PyMethodDef methods[] = {
     {"samplers", samplers, METH_NOARGS,
      "samplers() -> list[dict]: the op table's samplers (csrc/op_table.h): name, first ('like' or 'x'), dtype "
      "('optional', 'first' or 'int'), params (the schema's text), words (per element, by output dtype name), paired, "
-     "narrow and wide (randint's: the range up to which `words` hold, and the int64 words above it) and fused (the "
-     "one-call op's name, or None)."},
+     "narrow and wide (an 'int' row's: the range up to which `words` hold, and the int64 words above it) and fused "
+     "(the one-call op's name, or None)."},
     {"kernel_words", kernel_words, METH_NOARGS,
-     "kernel_words() -> dict: the other ops' words per element (csrc/op_table.h): bits by width in bits (also "
-     "blocks_used's without an op), bernoulli_tensor and race by dtype name."},
+     "kernel_words() -> dict: the other ops' words per element (csrc/op_table.h), by dtype name, and bits' by width "
+     "in bits (also blocks_used's without an op)."},
     {"simd", simd, METH_NOARGS, "simd() -> str: the Philox path in use: 'scalar', 'avx2' or 'avx512'."},
     {"simd_paths", simd_paths, METH_NOARGS, "simd_paths() -> list[str]: the paths this build and CPU run."},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name): use that path from now on (ValueError if unsupported)."},

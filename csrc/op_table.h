@@ -64,7 +64,8 @@
 // Their elementwise kernels, generated as a sampler's (kernels/loops.c, kernels/ops_cuda.cu) from
 //   X(kernel, types, reads, words)
 //   types   FLOATS (float16, bfloat16, float32, float64), INTS (8-, 16-, 32-, 64-bit integers) or F64 (float64)
-//   reads   1: the kernel reads its input (bernoulli_tensor's p, race's weights) per element
+//   reads   1: the kernel reads its input per element, in out's dtype (bernoulli_tensor's p; race's float64
+//           weights, stride 0 across draws)
 //   words   stream words per element, by `types` in that order
 // bits' words by width are also blocks_used's without an op.
 #define RNGX_DEVICE_KERNELS(X)                                                                                     \

@@ -1,4 +1,4 @@
-/* The math of normal, truncated normal and randint (docs/stream.md, "normal", "truncated_normal", "randint").
+/* The math of normal and truncated normal (docs/stream.md, "normal", "truncated_normal").
  *
  * Only IEEE double + - * / and sqrt, and integer and bit operations: no libm, no fused multiply-add (the C
  * files build with -ffp-contract=off, CUDA with --fmad=false). One definition for the C, SIMD and CUDA kernels,
@@ -190,30 +190,6 @@ RNGX_FN double rngx_truncnorm_value(uint64_t m53, const rngx_tn *t) {
   const double z = rngx_ndtri(p);
   const double v = t->mean + t->std * (t->flip ? -z : z);
   return v < t->a ? t->a : v > t->b ? t->b : v;
-}
-
-/* ---- randint: floor(range * x / 2^bits) ---- */
-
-/* The high 64 bits of a * b, in 32-bit pieces (exact on every compiler and device). */
-RNGX_FN uint64_t rngx_mulhi64(uint64_t a, uint64_t b) {
-  const uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
-  const uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-  const uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
-  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-}
-
-/* Ranges up to 2^32, every output type: floor(range * x / 2^64), x = w0 2^32 + w1 (two words, first high), range = r,
- * or 2^32 when r = 0 (then the value is w0). 32 x 32-bit products only, so the loops vectorize. */
-RNGX_FN uint32_t rngx_randint32(uint32_t r, uint32_t w0, uint32_t w1) {
-  const uint64_t v = ((uint64_t)r * w0 + (((uint64_t)r * w1) >> 32)) >> 32;
-  return r == 0 ? w0 : (uint32_t)v;
-}
-
-/* int64 outputs, 2^32 < range < 2^64: floor(range * x / 2^128), x = w0 2^96 + w1 2^64 + w2 2^32 + w3. */
-RNGX_FN uint64_t rngx_randint64(uint64_t range, const uint32_t *w) {
-  const uint64_t hi = (uint64_t)w[0] << 32 | w[1], lo = (uint64_t)w[2] << 32 | w[3];
-  const uint64_t mid = range * hi, carry_in = rngx_mulhi64(range, lo);
-  return rngx_mulhi64(range, hi) + (mid + carry_in < mid);
 }
 
 #endif

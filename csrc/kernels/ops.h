@@ -119,8 +119,7 @@ static inline int rngx_words_by_width(rngx_dtype dtype, int b8, int b16, int b32
 RNGX_SAMPLERS(RNGX_DECLARE_SAMPLER)
 #undef RNGX_DECLARE_SAMPLER
 
-/* The other ops' (op_table.h: RNGX_DEVICE_KERNELS): bits writes 8/16/32/64-bit integers; bernoulli_tensor reads p
- * per element from in, in out's dtype; race reads the float64 weights from in (stride 0 across draws). */
+/* The other ops' elementwise kernels (op_table.h: RNGX_DEVICE_KERNELS, which says what each reads from in). */
 #define RNGX_DECLARE_KERNEL(kernel, types, reads, words)                                                            \
   static inline int rngx_##kernel##_words(rngx_dtype dtype) { return RNGX_WORDS_##types(dtype, 0, words); }      \
   void rngx_##kernel(const rngx_job *job, int64_t begin, int64_t end);
