@@ -198,19 +198,36 @@ std::string named_values(const char* names, const A&... values) {
   return out.rfind(", ", 0) == 0 ? out.substr(2) : out;
 }
 
+// The name of a sampler's output dtype.
+inline const char* out_name(const OutType& out) {
+  switch (out.type) {
+    case ScalarType::Half: return "float16";
+    case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::Float: return "float32";
+    case ScalarType::Double: return "float64";
+    default: break;
+  }
+#define RNGX_INT_OUT_NAME(scalar, name, bits, lo, hi) \
+  if (out.type == ScalarType::scalar) return #name;
+  RNGX_INT_DTYPES(RNGX_INT_OUT_NAME)
+#undef RNGX_INT_OUT_NAME
+  return "?";
+}
+
 // A sampler's numbers from its derivation (rngx_<kernel>_params, kernels/elements.h), which refuses a bad
-// argument with its reason: raised here with the op's name and the call's arguments.
+// argument with its reason: raised here with the op's name, the call's arguments and its output dtype.
 template <class... A>
-rngx_params sampler_params(const char* op, const char* refused, const rngx_params& p, const char* names,
-                           const A&... values) {
-  STD_TORCH_CHECK(refused == nullptr, op, ": ", refused, ", got ", named_values(names, values...));
+rngx_params sampler_params(const char* op, const OutType& out, const char* refused, const rngx_params& p,
+                           const char* names, const A&... values) {
+  STD_TORCH_CHECK(refused == nullptr, op, ": ", refused, ", got ", named_values(names, values...), " (output dtype ",
+                  out_name(out), ")");
   return p;
 }
 #define RNGX_SAMPLER_PARAMS(name, out_kind, kernel, args, type)                                                    \
   [&] {                                                                                                           \
     rngx_params rngx_p{}; /* named apart from the op's parameters */                                              \
     const char* refused = rngx_##kernel##_params(type.dt, RNGX_LIMITS_##out_kind(type) RNGX_UNPACK(args), &rngx_p); \
-    return sampler_params("rngx." #name, refused, rngx_p, #args, RNGX_UNPACK(args));                              \
+    return sampler_params("rngx." #name, type, refused, rngx_p, #args, RNGX_UNPACK(args));                        \
   }()
 
 // Moves a Generator's state (int64 (2,) = [seed, offset], on any device) past `blocks` Philox blocks in place,
