@@ -12,7 +12,7 @@ view).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -69,25 +69,25 @@ class Op:
     examples: Callable[[torch.Tensor], list] = lambda x: []
     input_dtypes: Sequence[torch.dtype] = _checks.FLOAT_DTYPES
 
-    @functools.cached_property
-    def words(self) -> dict:
-        return _by_dtype(_row(self.name)["words"])
+    # From the row, set once here (a cached_property would take a lock on first use, which torch.compile cannot
+    # trace in a process whose first call is compiled).
+    words: dict = field(init=False, repr=False)
+    dtypes: tuple = field(init=False, repr=False)
+    narrow: Optional[int] = field(init=False, repr=False)
+    wide: dict = field(init=False, repr=False)
+    fused: Optional[str] = field(init=False, repr=False)
 
-    @functools.cached_property
-    def dtypes(self) -> tuple:
-        return tuple(self.words)
-
-    @functools.cached_property
-    def narrow(self) -> Optional[int]:
-        return _row(self.name)["narrow"]
-
-    @functools.cached_property
-    def wide(self) -> dict:
-        return _by_dtype(_row(self.name)["wide"])
-
-    @functools.cached_property
-    def fused(self) -> Optional[str]:
-        return _row(self.name)["fused"]
+    def __post_init__(self) -> None:
+        row = _row(self.name)
+        words = _by_dtype(row["words"])
+        for name, value in (
+            ("words", words),
+            ("dtypes", tuple(words)),
+            ("narrow", row["narrow"]),
+            ("wide", _by_dtype(row["wide"])),
+            ("fused", row["fused"]),
+        ):
+            object.__setattr__(self, name, value)
 
     @functools.cached_property
     def kernel(self) -> Any:
