@@ -1,14 +1,12 @@
-// ns per element of the C kernels on one core, in a preallocated buffer (no page faults, no torch): the transform's
-// cost next to the Philox and store line (uniform, bits). docs/performance.md, "Kernel speed, one core". Build and
-// run from the repository root, with setup.py's flags:
+// ns per element of the C kernels on one core, every op and dtype, in a preallocated buffer (no page faults, no
+// torch), on each Philox path this CPU runs: the transform's cost next to the Philox and store line (bits,
+// uniform). CPU time of the thread (CLOCK_THREAD_CPUTIME_ID), the best of `reps` runs, so other processes on a
+// shared machine count less. docs/performance.md, "Stream 1.0" section. Build and run from the repository root,
+// with setup.py's flags, pinned to one core:
 //   cc -std=c11 -O3 -ffp-contract=off -fno-math-errno -Icsrc -o /tmp/kernel_ns benchmarks/kernel_ns.c csrc/kernels/*.c -lm
-//   taskset -c 1 /tmp/kernel_ns [-n LOG2_ELEMENTS] [-r ROUNDS] [NAME_PART...]
-// RNGX_SIMD=scalar|avx2|avx512 picks the Philox path. The float loops' clone is the CPU's widest; to time one
-// clone, build with -D'RNGX_CLONES=__attribute__((target("avx2")))' (or an empty -DRNGX_CLONES= for the
-// baseline x86-64 build). Rounds run every case in turn; a case's figure is its best round, in wall time and in
-// the thread's CPU time (which leaves out time another process held the core).
-// Against another version: `git archive <commit> csrc/kernels | tar -x -C /tmp/old`, then the same build with
-// -I/tmp/old/csrc and /tmp/old/csrc/kernels/*.c.
+//   taskset -c 1 /tmp/kernel_ns [reps]
+// The loops' target_clones pick AVX-512 on a CPU that has it; add -DRNGX_CLONES='__attribute__((target("avx2")))'
+// (or -DRNGX_CLONES=) to time the AVX2 (or baseline) build of the loops instead. Output: path, op and dtype, ns.
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,102 +16,123 @@
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define N ((int64_t)1 << 20)
 
-static double clock_s(clockid_t id) {
+static double now(void) {
   struct timespec t;
-  clock_gettime(id, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-typedef struct {
-  const char *name;
-  rngx_dtype dtype;
-  int op; /* 0 uniform, 1 bits, 2 normal, 3 randint, 4 truncnorm */
-  double a, b, c, d;
-} bench_case;
+static const rngx_dtype FL[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64};
+static const char *FLN[] = {"float16", "bfloat16", "float32", "float64"};
+static const rngx_dtype IN[] = {RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64};
+static const char *INN[] = {"int8", "int16", "int32", "int64"};
 
-/* truncnorm: (mean, std, a, b); std 1 on [-2, 2] samples the central region 89% of the time, std 0.02 on
- * [-2, 2] (timm's initializers) 85%, [2, 3] never; randint: (low, range). */
-static const bench_case CASES[] = {
-    {"uniform float32", RNGX_FLOAT32, 0, 0, 1, 0, 0},
-    {"bits int64", RNGX_BITS64, 1, 0, 0, 0, 0},
-    {"normal float32", RNGX_FLOAT32, 2, 0, 1, 0, 0},
-    {"normal float64", RNGX_FLOAT64, 2, 0, 1, 0, 0},
-    {"randint int64, range 1000", RNGX_BITS64, 3, 0, 1000, 0, 0},
-    {"randint int64, range 2^40", RNGX_BITS64, 3, 0, 0x1p40, 0, 0},
-    {"truncnorm float32", RNGX_FLOAT32, 4, 0, 1, -2, 2},
-    {"truncnorm float32, std .02", RNGX_FLOAT32, 4, 0, 0.02, -2, 2},
-    {"truncnorm float32, [2, 3]", RNGX_FLOAT32, 4, 0, 1, 2, 3},
-    {"truncnorm bfloat16", RNGX_BFLOAT16, 4, 0, 1, -2, 2},
-    {"truncnorm float64", RNGX_FLOAT64, 4, 0, 1, -2, 2},
-};
-#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+static void *in_buf;
 
-static void run(const bench_case *c, rngx_job *job, int64_t n) {
-  rngx_params p;
-  job->dtype = c->dtype;
-  switch (c->op) {
-    case 0: p = rngx_uniform_params(c->dtype, c->a, c->b); rngx_uniform(job, &p, 0, n); break;
-    case 1: rngx_bits(job, 0, n); break;
-    case 2: p = rngx_normal_params(c->a, c->b); rngx_normal(job, &p, 0, n); break;
-    case 3: p = rngx_randint_params((int64_t)c->a, (uint64_t)c->b); rngx_randint(job, &p, 0, n); break;
-    default:
-      if (rngx_truncnorm_params(c->dtype, c->a, c->b, c->c, c->d, &p) != 0) abort();
-      rngx_truncnorm(job, &p, 0, n);
+/* 0.25 in every element of the input, in dtype dt (a valid p and weight, an ordinary x). */
+static void fill_in(rngx_dtype dt) {
+  for (int64_t i = 0; i < N; ++i) {
+    if (dt == RNGX_FLOAT16) ((uint16_t *)in_buf)[i] = 0x3400;
+    if (dt == RNGX_BFLOAT16) ((uint16_t *)in_buf)[i] = 0x3E80;
+    if (dt == RNGX_FLOAT32) ((float *)in_buf)[i] = 0.25f;
+    if (dt == RNGX_FLOAT64) ((double *)in_buf)[i] = 0.25;
   }
 }
 
-static void print_cpu(void) {
+/* Case c: names it; with go, runs it once on job. 0: past the end; -1: no such case (skip). */
+static int run(int c, rngx_job *job, char *name, int go) {
+  rngx_params p;
+  const int t = c % 4, g = c / 4;
+  const rngx_dtype f = FL[t];
+  job->dtype = f;
+  job->in.data = NULL;
+  switch (g) {
+    case 0: job->dtype = IN[t]; sprintf(name, "bits %s", INN[t]); if (go) rngx_bits(job, 0, N);
+      return 1;
+    case 1: sprintf(name, "uniform %s", FLN[t]); if (rngx_uniform_params(f, -1, 2, &p)) return 0;
+      if (go) rngx_uniform(job, &p, 0, N);
+      return 1;
+    case 2: sprintf(name, "quantize_noise %s", FLN[t]); if (rngx_quantize_noise_params(f, 0.5, &p)) return 0;
+      job->in.data = in_buf; if (go) rngx_quantize_noise(job, &p, 0, N);
+      return 1;
+    case 3: sprintf(name, "dropout %s", FLN[t]); if (rngx_dropout_params(f, 0.3, &p)) return 0; job->in.data = in_buf;
+      if (go) rngx_dropout(job, &p, 0, N);
+      return 1;
+    case 4: sprintf(name, "normal %s", FLN[t]); if (rngx_normal_params(f, 0.5, 2, &p)) return 0;
+      if (go) rngx_normal(job, &p, 0, N);
+      return 1;
+    case 5: sprintf(name, "truncated_normal %s", FLN[t]); if (rngx_truncnorm_params(f, 0, 1, -2, 2, &p)) return 0;
+      if (go) rngx_truncnorm(job, &p, 0, N);
+      return 1;
+    case 6: sprintf(name, "bernoulli %s", FLN[t]); if (rngx_bernoulli_params(f, 0.3, &p)) return 0;
+      if (go) rngx_bernoulli(job, &p, 0, N);
+      return 1;
+    case 7: sprintf(name, "bernoulli_tensor %s", FLN[t]); job->in.data = in_buf; if (go) rngx_bernoulli_tensor(job, 0, N);
+      return 1;
+    case 8: job->dtype = IN[t]; sprintf(name, "randint %s", INN[t]);
+      if (rngx_randint_params(IN[t], INT64_MIN, INT64_MAX, -3, 997, &p)) return 0; /* the kernel's bits, any width */
+      if (go) rngx_randint(job, &p, 0, N);
+      return 1;
+    case 9: if (t) return -1; job->dtype = RNGX_BITS64; sprintf(name, "randint int64 wide");
+      if (rngx_randint_params(RNGX_BITS64, INT64_MIN, INT64_MAX, 0, (int64_t)1 << 40, &p)) return 0;
+      if (go) rngx_randint(job, &p, 0, N);
+      return 1;
+    case 10: sprintf(name, "exponential %s", FLN[t]); if (rngx_exponential_params(f, 1.5, &p)) return 0;
+      if (go) rngx_exponential(job, &p, 0, N);
+      return 1;
+    case 11: if (t != 3) return -1; sprintf(name, "race float64"); job->in.data = in_buf; if (go) rngx_race(job, 0, N);
+      return 1;
+    default: return 0;
+  }
+}
+
+/* The machine next to the figures: the CPU's model and the float loops' clone. */
+static void print_machine(void) {
   char line[256];
   FILE *f = fopen("/proc/cpuinfo", "r");
   while (f != NULL && fgets(line, sizeof line, f) != NULL)
     if (strncmp(line, "model name", 10) == 0) {
-      printf("CPU: %s", strchr(line, ':') + 2);
+      printf("# CPU: %s", strchr(line, ':') + 2);
       break;
     }
   if (f != NULL) fclose(f);
-  printf("Philox path: %s; float loops: ", rngx_simd_name(rngx_simd_active()));
-#ifdef RNGX_CLONES
-  printf("built as `%s`\n", STR(RNGX_CLONES));
+#if defined(RNGX_CLONES)
+  printf("# float loops: built with -DRNGX_CLONES\n");
 #else
   __builtin_cpu_init();
-  printf("the %s clone\n", __builtin_cpu_supports("avx512f") ? "avx512f" : __builtin_cpu_supports("avx2") ? "avx2" : "default");
+  printf("# float loops: the %s clone\n",
+         __builtin_cpu_supports("avx512f") ? "avx512f" : __builtin_cpu_supports("avx2") ? "avx2" : "default");
 #endif
 }
 
 int main(int argc, char **argv) {
-  int log2n = 22, rounds = 7, want[NCASES], any = 0;
-  for (int c = 0; c < NCASES; ++c) want[c] = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) log2n = atoi(argv[++i]);
-    else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
-    else
-      for (int c = 0; c < NCASES; ++c) any |= want[c] |= strstr(CASES[c].name, argv[i]) != NULL;
-  }
-  const int64_t n = (int64_t)1 << log2n, stride = 1;
-  void *out = malloc((size_t)n * 8);
-  if (out == NULL) return 1;
-  rngx_job job = {.keys = {.seed = 7, .event = n}, .ndim = 1, .sizes = &n, .out = {out, &stride}};
-  double wall[NCASES], cpu[NCASES];
-  for (int c = 0; c < NCASES; ++c) {
-    wall[c] = cpu[c] = 1e30;
-    if (!any || want[c]) run(&CASES[c], &job, n); /* warm-up: pages touched, code loaded */
-  }
-  for (int r = 0; r < rounds; ++r)
-    for (int c = 0; c < NCASES; ++c) {
-      if (any && !want[c]) continue;
-      const double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-      run(&CASES[c], &job, n);
-      const double c1 = clock_s(CLOCK_THREAD_CPUTIME_ID), w1 = clock_s(CLOCK_MONOTONIC);
-      wall[c] = w1 - w0 < wall[c] ? w1 - w0 : wall[c];
-      cpu[c] = c1 - c0 < cpu[c] ? c1 - c0 : cpu[c];
+  const int reps = argc > 1 ? atoi(argv[1]) : 7;
+  const int64_t size = N, stride = 1;
+  void *out = malloc(N * 8);
+  in_buf = malloc(N * 8);
+  if (out == NULL || in_buf == NULL) return 1;
+  memset(out, 0, N * 8);
+  rngx_job job = {.keys = {.seed = 7, .event = N}, .ndim = 1, .sizes = &size, .out = {out, &stride}, .in = {NULL, &stride}};
+  char name[64];
+  print_machine();
+  for (int path = RNGX_SIMD_COUNT - 1; path >= 0; --path) {
+    if (rngx_simd_select((rngx_simd)path) != 0) continue;
+    for (int c = 0, r; (r = run(c, &job, name, 0)) != 0; ++c) {
+      if (r < 0) continue;
+      fill_in(job.dtype);
+      double best = 1e30;
+      for (int rep = 0; rep < reps; ++rep) {
+        const double t0 = now();
+        run(c, &job, name, 1);
+        const double t = now() - t0;
+        best = t < best ? t : best;
+      }
+      printf("%s\t%s\t%.3f\n", rngx_simd_name((rngx_simd)path), name, best / (double)N * 1e9);
     }
-  print_cpu();
-  printf("2^%d elements, best of %d rounds, ns per element: wall, thread CPU\n", log2n, rounds);
-  for (int c = 0; c < NCASES; ++c)
-    if (!any || want[c]) printf("%-28s %7.2f %7.2f\n", CASES[c].name, wall[c] / (double)n * 1e9, cpu[c] / (double)n * 1e9);
+  }
   free(out);
+  free(in_buf);
   return 0;
 }

@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "kernels/ops.h"
@@ -130,11 +132,13 @@ inline void check_size(const std::vector<int64_t>& size) {
   }
 }
 
-// A sampler's output dtype: torch's, the kernels' name for it, and the dtype to allocate (none: first's).
+// A sampler's output dtype: torch's, the kernels' name for it, the dtype to allocate (none: first's) and, for
+// DTYPE_INT, the values it holds.
 struct OutType {
   ScalarType type;
   rngx_dtype dt;
   std::optional<ScalarType> alloc;
+  int64_t min = 0, max = 0;
 };
 
 // DTYPE_OPTIONAL: a float dtype, else first's.
@@ -148,90 +152,89 @@ inline OutType out_type(const char*, const Tensor& first, const char* first_name
   return {first.scalar_type(), float_dtype(first.scalar_type(), first_name), std::nullopt};
 }
 
-// DTYPE_INT: randint's output types.
+// DTYPE_INT: one of RNGX_INT_DTYPES (op_table.h).
 inline OutType out_type(const char* op, const Tensor&, const char*, ScalarType t) {
-  STD_TORCH_CHECK(t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short || t == ScalarType::Int ||
-                      t == ScalarType::Long,
-                  op, ": dtype must be uint8, int8, int16, int32 or int64");
-  return {t, bits_dtype(t), t};
+#define RNGX_INT_OUT(scalar, name, bits, lo, hi) \
+  if (t == ScalarType::scalar) return {t, bits_dtype(t), t, lo, hi};
+  RNGX_INT_DTYPES(RNGX_INT_OUT)
+#undef RNGX_INT_OUT
+#define RNGX_INT_NAME(scalar, name, bits, lo, hi) ", " #name
+  STD_TORCH_CHECK(false, op, ": dtype must be one of ", RNGX_INT_DTYPES(RNGX_INT_NAME) + 2);
+#undef RNGX_INT_NAME
+  return {};  // unreachable
 }
 
-// A sampler's row (op_table.h) as C++: its parameter list and arguments, its dtype parameter and argument, and
-// the tensor its kernel reads.
-#define RNGX_ARGS(...) __VA_ARGS__
+// A sampler's row (op_table.h) as C++: its dtype parameter and argument, the tensor its kernel reads, and the
+// dtype's values that DTYPE_INT's derivation takes.
 #define RNGX_DTYPE_PARAM_DTYPE_OPTIONAL std::optional<ScalarType> dtype,
 #define RNGX_DTYPE_PARAM_DTYPE_FIRST
 #define RNGX_DTYPE_PARAM_DTYPE_INT ScalarType dtype,
+#define RNGX_DTYPE_LAST_PARAM_DTYPE_OPTIONAL , std::optional<ScalarType> dtype
+#define RNGX_DTYPE_LAST_PARAM_DTYPE_FIRST
+#define RNGX_DTYPE_LAST_PARAM_DTYPE_INT , ScalarType dtype
 #define RNGX_DTYPE_ARG_DTYPE_OPTIONAL dtype
 #define RNGX_DTYPE_ARG_DTYPE_FIRST std::nullopt
 #define RNGX_DTYPE_ARG_DTYPE_INT dtype
 #define RNGX_INPUT_like nullptr
 #define RNGX_INPUT_x &x
+#define RNGX_LIMITS_DTYPE_OPTIONAL(type)
+#define RNGX_LIMITS_DTYPE_FIRST(type)
+#define RNGX_LIMITS_DTYPE_INT(type) type.min, type.max,
+
+// "a=1, b=2" for names "(a, b)" (a row's args, stringized) and the values.
+template <class... A>
+std::string named_values(const char* names, const A&... values) {
+  std::ostringstream s;
+  const char* at = names;
+  auto one = [&](const auto& v) {
+    while (*at == '(' || *at == ',' || *at == ' ') ++at;
+    const char* end = at;
+    while (*end != ',' && *end != ')' && *end != '\0') ++end;
+    s << (at == names ? "" : ", ") << std::string(at, end) << "=" << v;
+    at = end;
+  };
+  (one(values), ...);
+  std::string out = s.str();
+  return out.rfind(", ", 0) == 0 ? out.substr(2) : out;
+}
+
+// The name of a sampler's output dtype.
+inline const char* out_name(const OutType& out) {
+  switch (out.type) {
+    case ScalarType::Half: return "float16";
+    case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::Float: return "float32";
+    case ScalarType::Double: return "float64";
+    default: break;
+  }
+#define RNGX_INT_OUT_NAME(scalar, name, bits, lo, hi) \
+  if (out.type == ScalarType::scalar) return #name;
+  RNGX_INT_DTYPES(RNGX_INT_OUT_NAME)
+#undef RNGX_INT_OUT_NAME
+  return "?";
+}
+
+// A sampler's numbers from its derivation (rngx_<kernel>_params, kernels/elements.h), which refuses a bad
+// argument with its reason: raised here with the op's name, the call's arguments and its output dtype.
+template <class... A>
+rngx_params sampler_params(const char* op, const OutType& out, const char* refused, const rngx_params& p,
+                           const char* names, const A&... values) {
+  STD_TORCH_CHECK(refused == nullptr, op, ": ", refused, ", got ", named_values(names, values...), " (output dtype ",
+                  out_name(out), ")");
+  return p;
+}
+#define RNGX_SAMPLER_PARAMS(name, out_kind, kernel, args, type)                                                    \
+  [&] {                                                                                                           \
+    rngx_params rngx_p{}; /* named apart from the op's parameters */                                              \
+    const char* refused = rngx_##kernel##_params(type.dt, RNGX_LIMITS_##out_kind(type) RNGX_UNPACK(args), &rngx_p); \
+    return sampler_params("rngx." #name, type, refused, rngx_p, #args, RNGX_UNPACK(args));                        \
+  }()
 
 // Moves a Generator's state (int64 (2,) = [seed, offset], on any device) past `blocks` Philox blocks in place,
 // under the one lock every step of every state takes, so threads sharing a state never get the same words.
 // Returns the key before the step; `taken`, if given, gets a copy of the state before the step on its device.
 // (library.cpp)
 std::array<int64_t, 2> take_key(Tensor& state, uint64_t blocks, Tensor* taken);
-
-// A double that rounds to a finite float32: below FLT_MAX + half its ulp (the tie rounds to infinity).
-inline bool finite_as_float(double v) { return std::fabs(v) < 0x1.ffffffp+127; }
-
-// The uniform's parameters (rngx_uniform_params): the bounds rounded to the output dtype and their difference
-// must be finite there, for <= 32-bit types as for float64.
-inline rngx_params uniform_params(const char* op, const OutType& out, double low, double high) {
-  const rngx_dtype dt = out.dt;
-  STD_TORCH_CHECK(std::isfinite(low) && std::isfinite(high) && std::isfinite(high - low), op,
-                  ": low, high and high - low must be finite");
-  STD_TORCH_CHECK(low <= high, op, ": low must be <= high, got low=", low, ", high=", high);
-  const rngx_params p = rngx_uniform_params(dt, low, high);
-  STD_TORCH_CHECK(dt == RNGX_FLOAT64 || (std::isfinite(p.lo) && std::isfinite(rngx_round_to(dt, high)) &&
-                                         std::isfinite(p.width)),
-                  op, ": low, high and high - low must be finite in ",
-                  dt == RNGX_FLOAT16 ? "float16" : dt == RNGX_BFLOAT16 ? "bfloat16" : "float32",
-                  ", the output dtype, got low=", low, ", high=", high);
-  return p;
-}
-
-inline rngx_params noise_params(const char* op, const OutType& out, double half) {
-  STD_TORCH_CHECK(std::isfinite(half) && half >= 0, op, ": half must be finite and >= 0, got ", half);
-  STD_TORCH_CHECK(out.dt == RNGX_FLOAT64 ? std::isfinite(2 * half) : finite_as_float(2 * half), op,
-                  ": half is too large: 2 * half must be finite in the compute type, got ", half);
-  return rngx_noise_params(half);
-}
-
-// dropout and bernoulli: p in [0, 1].
-inline rngx_params dropout_params(const char* op, const OutType&, double p) {
-  STD_TORCH_CHECK(p >= 0 && p <= 1, op, ": p must be in [0, 1], got ", p);  // false for NaN
-  return rngx_dropout_params(p);
-}
-
-// normal: mean and std finite (std >= 0), and finite in float32 for the <= 32-bit types, which compute in it.
-inline rngx_params normal_params(const char* op, const OutType& out, double mean, double std) {
-  STD_TORCH_CHECK(std::isfinite(mean), op, ": mean must be finite, got ", mean);
-  STD_TORCH_CHECK(std::isfinite(std) && std >= 0, op, ": std must be finite and >= 0, got ", std);
-  STD_TORCH_CHECK(out.dt == RNGX_FLOAT64 || (finite_as_float(mean) && finite_as_float(std)), op,
-                  ": mean and std must be finite in float32, the compute type, got mean=", mean, ", std=", std);
-  return rngx_normal_params(mean, std);
-}
-
-// The truncated normal: mean finite, std finite and > 0, a < b finite, and a value of the dtype in [a, b].
-inline rngx_params truncnorm_params(const char* op, const OutType& out, double mean, double std, double a, double b) {
-  STD_TORCH_CHECK(std::isfinite(mean), op, ": mean must be finite, got ", mean);
-  STD_TORCH_CHECK(std::isfinite(std) && std > 0, op, ": std must be finite and > 0, got ", std);
-  STD_TORCH_CHECK(std::isfinite(a) && std::isfinite(b), op, ": a and b must be finite, got a=", a, ", b=", b);
-  STD_TORCH_CHECK(a < b, op, ": a must be < b, got a=", a, ", b=", b);
-  rngx_params p;
-  STD_TORCH_CHECK(rngx_truncnorm_params(out.dt, mean, std, a, b, &p) == 0, op,
-                  ": no value of the output dtype lies in [a, b], got a=", a, ", b=", b);
-  return p;
-}
-
-// exponential: rate finite and > 0 (values are E / rate, in double for every dtype).
-inline rngx_params exponential_params(const char* op, const OutType&, double rate) {
-  STD_TORCH_CHECK(std::isfinite(rate) && rate > 0, op, ": rate must be finite and > 0, got ", rate);
-  return rngx_exponential_params(rate);
-}
 
 // multinomial's race: float64 weights (*R, C), contiguous, C >= 1, on the state's device; draws and need >= 1.
 // Returns the output's shape (*R, draws, C).
@@ -266,22 +269,6 @@ inline rngx_job race_job(const KeyLayout& keys, const Tensor& out, const Tensor&
   job.out = {out.mutable_data_ptr(), strides.data()};
   job.in = {const_cast<void*>(weights.const_data_ptr()), strides.data() + RNGX_MAX_DIMS};
   return job;
-}
-
-// randint: [low, high) within the output type: high - 1 <= max, low >= min.
-inline rngx_params randint_params(const char* op, const OutType& out, int64_t low, int64_t high) {
-  const ScalarType t = out.type;
-  STD_TORCH_CHECK(low < high, op, ": low must be < high, got low=", low, ", high=", high);
-  int64_t lo = INT64_MIN, hi = INT64_MAX;  // the type's values, high may be one past the largest
-  switch (t) {
-    case ScalarType::Byte: lo = 0, hi = 256; break;
-    case ScalarType::Char: lo = -128, hi = 128; break;
-    case ScalarType::Short: lo = -32768, hi = 32768; break;
-    case ScalarType::Int: lo = INT32_MIN, hi = (int64_t)INT32_MAX + 1; break;
-    default: break;
-  }
-  STD_TORCH_CHECK(low >= lo && high <= hi, op, ": [low, high) = [", low, ", ", high, ") does not fit the output dtype");
-  return rngx_randint_params(low, static_cast<uint64_t>(high) - static_cast<uint64_t>(low));
 }
 
 // bernoulli's tensor p: like's shape (broadcast: strides may be 0), dtype and device.

@@ -18,11 +18,14 @@
 
 namespace {
 
-// Every schema, from op_table.h.
+// Every schema, from op_table.h: each sampler's, its one-call form's where it has one, and the other ops'.
 #define RNGX_SCHEMA(name, schema) schema,
 #define RNGX_SAMPLER_ROW_SCHEMA(...) RNGX_SAMPLER_SCHEMA(__VA_ARGS__),
+#define RNGX_FUSED_ROW_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused)                   \
+  RNGX_IF_FUSED(fused, RNGX_FUSED_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused), )
 constexpr const char* kSchemas[] = {RNGX_SAMPLERS(RNGX_SAMPLER_ROW_SCHEMA) RNGX_DEVICE_OPS(RNGX_SCHEMA)
-                                        RNGX_CPU_OPS(RNGX_SCHEMA) RNGX_ANY_DEVICE_OPS(RNGX_SCHEMA)};
+                                        RNGX_SAMPLERS(RNGX_FUSED_ROW_SCHEMA) RNGX_ANY_DEVICE_OPS(RNGX_SCHEMA)};
+#undef RNGX_FUSED_ROW_SCHEMA
 #undef RNGX_SAMPLER_ROW_SCHEMA
 #undef RNGX_SCHEMA
 

@@ -1,11 +1,97 @@
-/* The CPython module. Importing it runs the static op registrations (library.cpp, ops.cpp). It exports only the
- * switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path.
+/* The CPython module. Importing it runs the static op registrations (library.cpp, ops.cpp). It exports the op
+ * table's rows (op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call form,
+ * and the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path.
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
 #include <Python.h>
+#include <stdint.h>
 
 #include "kernels/simd.h"
+#include "op_table.h"
+
+/* ---- the op table ---- */
+
+static PyObject *none(void) { return Py_BuildValue(""); }
+
+/* A row's words by dtype name, in its order. */
+static PyObject *float_words(int f16, int bf16, int f32, int f64) {
+  return Py_BuildValue("{s:i,s:i,s:i,s:i}", "float16", f16, "bfloat16", bf16, "float32", f32, "float64", f64);
+}
+
+static PyObject *int_words(int k) {
+  PyObject *words = PyDict_New();
+#define RNGX_PY_INT_WORDS(scalar, name, bits, lo, hi)                                                             \
+  if (words != NULL) {                                                                                            \
+    PyObject *v = PyLong_FromLong(k);                                                                             \
+    if (v == NULL || PyDict_SetItemString(words, #name, v) < 0) Py_CLEAR(words);                                  \
+    Py_XDECREF(v);                                                                                                \
+  }
+  RNGX_INT_DTYPES(RNGX_PY_INT_WORDS)
+#undef RNGX_PY_INT_WORDS
+  return words;
+}
+
+#define RNGX_PY_KIND_DTYPE_OPTIONAL "optional"
+#define RNGX_PY_KIND_DTYPE_FIRST "first"
+#define RNGX_PY_KIND_DTYPE_INT "int"
+#define RNGX_PY_WORDS_DTYPE_OPTIONAL(words) float_words(RNGX_UNPACK(words))
+#define RNGX_PY_WORDS_DTYPE_FIRST(words) float_words(RNGX_UNPACK(words))
+#define RNGX_PY_WORDS_DTYPE_INT(words) int_words(RNGX_PICK(0, words))
+#define RNGX_PY_NARROW_DTYPE_OPTIONAL(words) none()
+#define RNGX_PY_NARROW_DTYPE_FIRST(words) none()
+#define RNGX_PY_NARROW_DTYPE_INT(words) PyLong_FromUnsignedLongLong(RNGX_PICK(1, words))
+#define RNGX_PY_WIDE_DTYPE_OPTIONAL(words) PyDict_New()
+#define RNGX_PY_WIDE_DTYPE_FIRST(words) PyDict_New()
+#define RNGX_PY_WIDE_DTYPE_INT(words) Py_BuildValue("{s:i}", "int64", RNGX_PICK(2, words))
+#define RNGX_PY_PAIRED_ELEMENTS 0
+#define RNGX_PY_PAIRED_PAIRS 1
+#define RNGX_PY_FUSED_FUSED(name) #name "_from_"
+#define RNGX_PY_FUSED_NOT_FUSED(name) NULL
+
+static int append(PyObject *list, PyObject *item) {
+  const int rc = item == NULL ? -1 : PyList_Append(list, item);
+  Py_XDECREF(item);
+  return rc;
+}
+
+static PyObject *samplers(PyObject *self, PyObject *args) {
+  (void)self, (void)args;
+  PyObject *rows = PyList_New(0);
+#define RNGX_PY_ROW(name, first, out, kernel, params, args, schema, words, form, fused)                           \
+  if (rows != NULL &&                                                                                             \
+      append(rows, Py_BuildValue("{s:s,s:s,s:s,s:s,s:N,s:N,s:N,s:N,s:z}", "name", #name, "first", #first, "dtype", \
+                                 RNGX_PY_KIND_##out, "params", schema, "words", RNGX_PY_WORDS_##out(words),       \
+                                 "paired", PyBool_FromLong(RNGX_PY_PAIRED_##form), "narrow",                      \
+                                 RNGX_PY_NARROW_##out(words), "wide", RNGX_PY_WIDE_##out(words), "fused",         \
+                                 RNGX_PY_FUSED_##fused(name))) < 0)                                               \
+    Py_CLEAR(rows);
+  RNGX_SAMPLERS(RNGX_PY_ROW)
+#undef RNGX_PY_ROW
+  return rows;
+}
+
+#define RNGX_PY_KERNEL_WORDS_FLOATS(words) float_words(RNGX_UNPACK(words))
+#define RNGX_PY_KERNEL_WORDS_INTS(words)                                                                          \
+  Py_BuildValue("{i:i,i:i,i:i,i:i}", 8, RNGX_PICK(0, words), 16, RNGX_PICK(1, words), 32, RNGX_PICK(2, words), 64, \
+                RNGX_PICK(3, words))
+#define RNGX_PY_KERNEL_WORDS_F64(words) Py_BuildValue("{s:i}", "float64", RNGX_PICK(0, words))
+
+static PyObject *kernel_words(PyObject *self, PyObject *args) {
+  (void)self, (void)args;
+  PyObject *out = PyDict_New();
+#define RNGX_PY_KERNEL(kernel, types, reads, words)                                                               \
+  if (out != NULL) {                                                                                              \
+    PyObject *w = RNGX_PY_KERNEL_WORDS_##types(words);                                                            \
+    if (w == NULL || PyDict_SetItemString(out, #kernel, w) < 0) Py_CLEAR(out);                                    \
+    Py_XDECREF(w);                                                                                                \
+  }
+  RNGX_DEVICE_KERNELS(RNGX_PY_KERNEL)
+#undef RNGX_PY_KERNEL
+  return out;
+}
+
+/* ---- the Philox paths ---- */
 
 static PyObject *simd(PyObject *self, PyObject *args) {
   (void)self, (void)args;
@@ -41,6 +127,14 @@ static PyObject *set_simd(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"samplers", samplers, METH_NOARGS,
+     "samplers() -> list[dict]: the op table's samplers (csrc/op_table.h): name, first ('like' or 'x'), dtype "
+     "('optional', 'first' or 'int'), params (the schema's text), words (per element, by output dtype name), paired, "
+     "narrow and wide (an 'int' row's: the range up to which `words` hold, and the int64 words above it) and fused "
+     "(the one-call op's name, or None)."},
+    {"kernel_words", kernel_words, METH_NOARGS,
+     "kernel_words() -> dict: the other ops' words per element (csrc/op_table.h), by dtype name, and bits' by width "
+     "in bits (also blocks_used's without an op)."},
     {"simd", simd, METH_NOARGS, "simd() -> str: the Philox path in use: 'scalar', 'avx2' or 'avx512'."},
     {"simd_paths", simd_paths, METH_NOARGS, "simd_paths() -> list[str]: the paths this build and CPU run."},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name): use that path from now on (ValueError if unsupported)."},

@@ -1,33 +1,54 @@
 // Every rngx op once. library.cpp defines the ops from the schemas here; ops.cpp (CPU) and ops_cuda.cpp (CUDA)
-// generate each sampler's kernel from its row and register every kernel from these lists. Names and schemas are
-// the ops' interface (users' torch.ops.rngx calls, AOTInductor packages): they stay as they are.
-#pragma once
+// generate each sampler's op, and its one-call form, from its row and register every kernel from these lists;
+// the C kernels (kernels/loops.c, kernels/ops_cuda.cu) generate its loops and launch, and module.c exports the
+// rows to Python (torch_rngx/_spec.py). Names and schemas are the ops' interface (users' torch.ops.rngx calls,
+// AOTInductor packages): they stay as they are. Preprocessor lists only, so C, C++ and CUDA C all include it.
+#ifndef RNGX_OP_TABLE_H
+#define RNGX_OP_TABLE_H
 
 // Every sampler ends with an optional global view (docs/stream.md, "Global view"). Optional arguments go last,
 // with their defaults, so older callers keep working.
 #define RNGX_VIEW "SymInt[]? global_shape=None, SymInt[]? global_start=None"
 
-// The samplers: ops that fill an output laid out like their first argument, with one kernel per device.
-//   X(name, first, out, kernel, derive, params, args, schema)
-//   first   `like` (its shape, layout and device only) or `x` (the kernel reads it too)
+// The samplers: ops that fill an output laid out like their first argument from its key's stream.
+//   X(name, first, out, kernel, params, args, schema, words, form, fused)
+//   first   `like` (its shape, layout and device only) or `x` (the kernel reads its values too)
 //   out     the output dtype: DTYPE_OPTIONAL (`ScalarType? dtype=None`, a float type, else like's), DTYPE_FIRST
-//           (first's, a float type) or DTYPE_INT (`ScalarType dtype`, an integer type)
-//   kernel  rngx_<kernel> (kernels/ops.h) on the CPU, rngx_cuda_<kernel> (kernels/ops_cuda.h) on CUDA
-//   derive  rngx_glue::<derive>(op, out, args...) (glue.h): checks the arguments, returns the kernel's rngx_params
-//   params  the C++ parameters between state and the dtype, args their names, schema their text in the schema
+//           (first's, a float type) or DTYPE_INT (`ScalarType dtype`, one of RNGX_INT_DTYPES)
+//   kernel  the C name: rngx_<kernel>_params (the arguments' checks and derivation) and the element functions
+//           rngx_<kernel>_element_<dtype> in kernels/elements.h; the generated rngx_<kernel> (kernels/ops.h) and
+//           rngx_cuda_<kernel> (kernels/ops_cuda.h)
+//   params  the C parameters between state and the dtype, args their names, schema their text in the schema
+//   words   stream words per element (docs/stream.md): for the float kinds by output dtype (float16, bfloat16,
+//           float32, float64); for DTYPE_INT (k, narrow, wide): k words while the range (rngx_params.range) is
+//           at most narrow, and an int64 output above it wide words (the element rngx_<kernel>_element_b64_wide)
+//   form    ELEMENTS (each element its own words) or PAIRS (elements 2p and 2p + 1 share pair p's 2 * words,
+//           rngx_<kernel>_pair_<dtype>)
+//   fused   FUSED: also `<name>_from_`, a CPU Generator's step and the op in one dispatcher call (the small-tensor
+//           path; no autograd, never traced), or NOT_FUSED
 #define RNGX_SAMPLERS(X)                                                                                           \
-  X(uniform, like, DTYPE_OPTIONAL, uniform, uniform_params, (double low, double high), (low, high),                \
-    "float low, float high")                                                                                      \
-  X(quantize_noise, x, DTYPE_FIRST, quantize_noise, noise_params, (double half), (half), "float half")             \
-  X(dropout, x, DTYPE_FIRST, dropout, dropout_params, (double p), (p), "float p")                                  \
-  X(normal, like, DTYPE_OPTIONAL, normal, normal_params, (double mean, double std), (mean, std),                   \
-    "float mean, float std")                                                                                      \
-  X(truncated_normal, like, DTYPE_OPTIONAL, truncnorm, truncnorm_params,                                           \
-    (double mean, double std, double a, double b), (mean, std, a, b), "float mean, float std, float a, float b")  \
-  X(bernoulli, like, DTYPE_FIRST, bernoulli, dropout_params, (double p), (p), "float p")                           \
-  X(randint, like, DTYPE_INT, randint, randint_params, (int64_t low, int64_t high), (low, high),                   \
-    "int low, int high")                                                                                          \
-  X(exponential, like, DTYPE_OPTIONAL, exponential, exponential_params, (double rate), (rate), "float rate")
+  X(uniform, like, DTYPE_OPTIONAL, uniform, (double low, double high), (low, high), "float low, float high",       \
+    (1, 1, 1, 2), ELEMENTS, FUSED)                                                                                \
+  X(quantize_noise, x, DTYPE_FIRST, quantize_noise, (double half), (half), "float half", (1, 1, 1, 2), ELEMENTS,   \
+    FUSED)                                                                                                        \
+  X(dropout, x, DTYPE_FIRST, dropout, (double p), (p), "float p", (1, 1, 1, 2), ELEMENTS, NOT_FUSED)               \
+  X(normal, like, DTYPE_OPTIONAL, normal, (double mean, double std), (mean, std), "float mean, float std",         \
+    (1, 1, 1, 2), PAIRS, FUSED)                                                                                   \
+  X(truncated_normal, like, DTYPE_OPTIONAL, truncnorm, (double mean, double std, double a, double b),             \
+    (mean, std, a, b), "float mean, float std, float a, float b", (2, 2, 2, 2), ELEMENTS, NOT_FUSED)              \
+  X(bernoulli, like, DTYPE_FIRST, bernoulli, (double p), (p), "float p", (1, 1, 1, 2), ELEMENTS, FUSED)           \
+  X(randint, like, DTYPE_INT, randint, (int64_t low, int64_t high), (low, high), "int low, int high",              \
+    (2, 0x100000000, 4), ELEMENTS, FUSED)                                                                         \
+  X(exponential, like, DTYPE_OPTIONAL, exponential, (double rate), (rate), "float rate", (1, 1, 1, 2), ELEMENTS,  \
+    NOT_FUSED)
+
+// DTYPE_INT's dtypes: X(ScalarType, name, bits, min, max), the values an output of it holds.
+#define RNGX_INT_DTYPES(X)                                                                                         \
+  X(Byte, uint8, 8, 0, 255)                                                                                        \
+  X(Char, int8, 8, -128, 127)                                                                                      \
+  X(Short, int16, 16, -32768, 32767)                                                                               \
+  X(Int, int32, 32, INT32_MIN, INT32_MAX)                                                                          \
+  X(Long, int64, 64, INT64_MIN, INT64_MAX)
 
 // The other ops with a CPU and a CUDA kernel, written out in ops.cpp and ops_cuda.cpp. X(name, schema)
 #define RNGX_DEVICE_OPS(X)                                                                                         \
@@ -40,16 +61,17 @@
   X(split, "split(Tensor state, int num) -> Tensor")                                                               \
   X(fold_in, "fold_in(Tensor state, Tensor data) -> Tensor")
 
-// The small-tensor path: a CPU Generator's step and the op in one dispatcher call (no autograd; never traced).
-// CPU kernels only (ops.cpp).
-#define RNGX_CPU_OPS(X)                                                                                            \
-  X(uniform_from_, "uniform_from_(Tensor(a!) state, Tensor like, float low, float high, ScalarType? dtype=None) "  \
-                   "-> Tensor")                                                                                    \
-  X(quantize_noise_from_, "quantize_noise_from_(Tensor(a!) state, Tensor x, float half) -> Tensor")            \
-  X(normal_from_, "normal_from_(Tensor(a!) state, Tensor like, float mean, float std, ScalarType? dtype=None) "   \
-                  "-> Tensor")                                                                                    \
-  X(bernoulli_from_, "bernoulli_from_(Tensor(a!) state, Tensor like, float p) -> Tensor")                        \
-  X(randint_from_, "randint_from_(Tensor(a!) state, Tensor like, int low, int high, ScalarType dtype) -> Tensor")
+// Their elementwise kernels, generated as a sampler's (kernels/loops.c, kernels/ops_cuda.cu) from
+//   X(kernel, types, reads, words)
+//   types   FLOATS (float16, bfloat16, float32, float64), INTS (8-, 16-, 32-, 64-bit integers) or F64 (float64)
+//   reads   1: the kernel reads its input per element, in out's dtype (bernoulli_tensor's p; race's float64
+//           weights, stride 0 across draws)
+//   words   stream words per element, by `types` in that order
+// bits' words by width are also blocks_used's without an op.
+#define RNGX_DEVICE_KERNELS(X)                                                                                     \
+  X(bits, INTS, 0, (1, 1, 1, 2))                                                                                   \
+  X(bernoulli_tensor, FLOATS, 1, (1, 1, 1, 2))                                                                     \
+  X(race, F64, 1, (2))
 
 // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place, under the one lock
 // of every state's step (library.cpp). One kernel for every device. A process with Python registers take_'s
@@ -58,9 +80,30 @@
   X(take_, "take_(Tensor(a!) state, SymInt blocks) -> Tensor")                                                     \
   X(step_, "step_(Tensor(a!) state, SymInt blocks) -> Tensor")
 
-// A sampler's schema from its row.
+// A row's tuples: RNGX_PICK(1, (a, b, c)) is b, RNGX_UNPACK((a, b, c)) is a, b, c.
+#define RNGX_PICK(i, tuple) RNGX_AT##i tuple
+#define RNGX_AT0(...) RNGX_AT0_(__VA_ARGS__, ~)
+#define RNGX_AT0_(a, ...) a
+#define RNGX_AT1(a, b, ...) b
+#define RNGX_AT2(a, b, c, ...) c
+#define RNGX_AT3(a, b, c, d, ...) d
+#define RNGX_UNPACK(tuple) RNGX_ARGS tuple
+#define RNGX_ARGS(...) __VA_ARGS__
+#define RNGX_CAT(a, b) RNGX_CAT_(a, b)
+#define RNGX_CAT_(a, b) a##b
+
+// A sampler's schema and its one-call form's, from its row.
 #define RNGX_DTYPE_SCHEMA_DTYPE_OPTIONAL ", ScalarType? dtype=None"
 #define RNGX_DTYPE_SCHEMA_DTYPE_FIRST ""
 #define RNGX_DTYPE_SCHEMA_DTYPE_INT ", ScalarType dtype"
-#define RNGX_SAMPLER_SCHEMA(name, first, out, kernel, derive, params, args, schema)                                \
+#define RNGX_SAMPLER_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused)                      \
   #name "(Tensor " #first ", Tensor state, " schema RNGX_DTYPE_SCHEMA_##out ", " RNGX_VIEW ") -> Tensor"
+#define RNGX_FUSED_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused)                       \
+  #name "_from_(Tensor(a!) state, Tensor " #first ", " schema RNGX_DTYPE_SCHEMA_##out ") -> Tensor"
+
+// What a row's fused column gives: RNGX_IF_FUSED(fused, text) is text for FUSED, nothing for NOT_FUSED.
+#define RNGX_IF_FUSED(fused, ...) RNGX_FUSED_IS_##fused(__VA_ARGS__)
+#define RNGX_FUSED_IS_FUSED(...) __VA_ARGS__
+#define RNGX_FUSED_IS_NOT_FUSED(...)
+
+#endif

@@ -1,7 +1,7 @@
 // CPU kernels of the rngx ops (schemas: op_table.h). Unpacks tensors through PyTorch's stable ABI, allocates
 // outputs exactly as the fake kernels do, and runs the C kernels on torch's intra-op thread pool. Every argument
-// is checked again here, so direct torch.ops.rngx calls cannot crash. The samplers' kernels come from their rows
-// in the op table; the other ops are written out below.
+// is checked again here, so direct torch.ops.rngx calls cannot crash. The samplers' ops (and their one-call forms)
+// come from their rows in the op table; the other ops are written out below.
 #include <array>
 #include <optional>
 #include <vector>
@@ -59,23 +59,9 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bits(job, begin, end); });
 }
 
-// A sampler's CPU kernel from its row (op_table.h).
-#define RNGX_CPU_SAMPLER(name, first, out_kind, kernel, derive, params, args, schema)                            \
-  Tensor name(Tensor first, Tensor state, RNGX_ARGS params, RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape,  \
-              GlobalArg global_start) {                                                                           \
-    check_cpu_state(state);                                                                                       \
-    check_input(first, #first);                                                                                   \
-    const OutType out = out_type("rngx." #name, first, #first, RNGX_DTYPE_ARG_##out_kind);                        \
-    const rngx_params derived = derive("rngx." #name, out, RNGX_ARGS args);                                      \
-    return fill(empty_like(first, out.alloc), state, out.dt, RNGX_INPUT_##first, global_shape, global_start,      \
-                [&](const rngx_job* job, int64_t b, int64_t e) { rngx_##kernel(job, &derived, b, e); });         \
-  }
-RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
-#undef RNGX_CPU_SAMPLER
-
-// The small-tensor path (torch_rngx/_autograd.py: draw): a CPU Generator's step and the op in one call. The key is
-// the state before the step, then the offset moves past the call's blocks (`words` per element, take_key).
-// Checked before it moves.
+// A sampler's CPU op from its row (op_table.h), and its one-call form, where the row has one: a CPU Generator's
+// step and the op in one call (torch_rngx/_autograd.py: draw). The key is the state before the step, then the
+// offset moves past the call's blocks (the row's words per element, take_key). Checked before it moves.
 template <class Kernel>
 Tensor fill_from(Tensor& state, Tensor out, rngx_dtype dt, int words, const Tensor* in, const Kernel& kernel) {
   STD_TORCH_CHECK(state.defined() && state.scalar_type() == ScalarType::Long && state.dim() == 1 &&
@@ -89,45 +75,27 @@ Tensor fill_from(Tensor& state, Tensor out, rngx_dtype dt, int words, const Tens
   return out;
 }
 
-Tensor uniform_from_(Tensor state, Tensor like, double low, double high, std::optional<ScalarType> dtype) {
-  check_input(like, "like");
-  const OutType type = out_type("rngx.uniform", like, "like", dtype);
-  const rngx_params params = uniform_params("rngx.uniform", type, low, high);
-  return fill_from(state, empty_like(like, dtype), type.dt, rngx_words_per_element(type.dt), nullptr,
-                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_uniform(job, &params, b, e); });
-}
-
-Tensor quantize_noise_from_(Tensor state, Tensor x, double half) {
-  check_input(x);
-  const OutType type = out_type("rngx.quantize_noise", x, "x", std::nullopt);
-  const rngx_params params = noise_params("rngx.quantize_noise", type, half);
-  return fill_from(state, empty_like(x, std::nullopt), type.dt, rngx_words_per_element(type.dt), &x,
-                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_quantize_noise(job, &params, b, e); });
-}
-
-Tensor normal_from_(Tensor state, Tensor like, double mean, double std, std::optional<ScalarType> dtype) {
-  check_input(like, "like");
-  const OutType type = out_type("rngx.normal", like, "like", dtype);
-  const rngx_params params = normal_params("rngx.normal", type, mean, std);
-  return fill_from(state, empty_like(like, dtype), type.dt, rngx_normal_words(type.dt), nullptr,
-                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_normal(job, &params, b, e); });
-}
-
-Tensor bernoulli_from_(Tensor state, Tensor like, double p) {
-  check_input(like, "like");
-  const OutType type = out_type("rngx.bernoulli", like, "like", std::nullopt);
-  const rngx_params params = dropout_params("rngx.bernoulli", type, p);
-  return fill_from(state, empty_like(like, std::nullopt), type.dt, rngx_words_per_element(type.dt), nullptr,
-                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_bernoulli(job, &params, b, e); });
-}
-
-Tensor randint_from_(Tensor state, Tensor like, int64_t low, int64_t high, ScalarType dtype) {
-  check_input(like, "like");
-  const OutType type = out_type("rngx.randint", like, "like", dtype);
-  const rngx_params params = randint_params("rngx.randint", type, low, high);
-  return fill_from(state, empty_like(like, dtype), type.dt, rngx_randint_words(type.dt, params.range), nullptr,
-                   [&](const rngx_job* job, int64_t b, int64_t e) { rngx_randint(job, &params, b, e); });
-}
+#define RNGX_CPU_SAMPLER(name, first, out_kind, kernel, params, args, schema, words, form, fused)                 \
+  Tensor name(Tensor first, Tensor state, RNGX_UNPACK(params), RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape, \
+              GlobalArg global_start) {                                                                           \
+    check_cpu_state(state);                                                                                       \
+    check_input(first, #first);                                                                                   \
+    const OutType out = out_type("rngx." #name, first, #first, RNGX_DTYPE_ARG_##out_kind);                        \
+    const rngx_params derived = RNGX_SAMPLER_PARAMS(name, out_kind, kernel, args, out);                           \
+    return fill(empty_like(first, out.alloc), state, out.dt, RNGX_INPUT_##first, global_shape, global_start,      \
+                [&](const rngx_job* job, int64_t b, int64_t e) { rngx_##kernel(job, &derived, b, e); });         \
+  }                                                                                                               \
+  RNGX_IF_FUSED(fused, Tensor name##_from_(Tensor state, Tensor first,                                           \
+                                           RNGX_UNPACK(params) RNGX_DTYPE_LAST_PARAM_##out_kind) {                \
+    check_input(first, #first);                                                                                   \
+    const OutType out = out_type("rngx." #name, first, #first, RNGX_DTYPE_ARG_##out_kind);                        \
+    const rngx_params derived = RNGX_SAMPLER_PARAMS(name, out_kind, kernel, args, out);                           \
+    return fill_from(state, empty_like(first, out.alloc), out.dt, rngx_##kernel##_words(out.dt, &derived),        \
+                     RNGX_INPUT_##first,                                                                          \
+                     [&](const rngx_job* job, int64_t b, int64_t e) { rngx_##kernel(job, &derived, b, e); });    \
+  })
+RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
+#undef RNGX_CPU_SAMPLER
 
 // p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value
 // once (broadcast dims, stride 0, are read at index 0 only).
@@ -167,9 +135,8 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
     default: ok = probabilities_in_range<double>(p, [](double d) { return d; }); break;
   }
   STD_TORCH_CHECK(ok, "rngx.bernoulli: every p must be in [0, 1]");
-  const rngx_params params{};
   return fill(empty_like(like, std::nullopt), state, dt, &p, global_shape, global_start,
-              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli(job, &params, begin, end); });
+              [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli_tensor(job, begin, end); });
 }
 
 // Every weight finite and >= 0, and at least `need` of each row's positive: torch.multinomial's value checks,
@@ -226,8 +193,10 @@ Tensor fold_in(Tensor state, Tensor data) {
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {
 #define RNGX_IMPL(name, ...) m.impl(#name, TORCH_BOX(&name));
-  RNGX_SAMPLERS(RNGX_IMPL)
+#define RNGX_IMPL_SAMPLER(name, first, out, kernel, params, args, schema, words, form, fused) \
+  RNGX_IMPL(name) RNGX_IF_FUSED(fused, RNGX_IMPL(name##_from_))
+  RNGX_SAMPLERS(RNGX_IMPL_SAMPLER)
   RNGX_DEVICE_OPS(RNGX_IMPL)
-  RNGX_CPU_OPS(RNGX_IMPL)
+#undef RNGX_IMPL_SAMPLER
 #undef RNGX_IMPL
 }

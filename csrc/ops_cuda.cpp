@@ -85,12 +85,12 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
 }
 
 // A sampler's CUDA kernel from its row (op_table.h).
-#define RNGX_CUDA_SAMPLER(name, first, out_kind, kernel, derive, params, args, schema)                           \
-  Tensor name(Tensor first, Tensor state, RNGX_ARGS params, RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape,  \
+#define RNGX_CUDA_SAMPLER(name, first, out_kind, kernel, params, args, schema, words, form, fused)                \
+  Tensor name(Tensor first, Tensor state, RNGX_UNPACK(params), RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape, \
               GlobalArg global_start) {                                                                           \
     check_cuda_state(state, first, #first);                                                                       \
     const OutType out = out_type("rngx." #name, first, #first, RNGX_DTYPE_ARG_##out_kind);                        \
-    const rngx_params derived = derive("rngx." #name, out, RNGX_ARGS args);                                      \
+    const rngx_params derived = RNGX_SAMPLER_PARAMS(name, out_kind, kernel, args, out);                           \
     return sample_on(first, out.alloc, state, out.dt, RNGX_INPUT_##first, global_shape, global_start,             \
                      "rngx." #name, [&](const rngx_job* job, void* stream) {                                      \
                        return rngx_cuda_##kernel(job, stream, &derived);                                          \
@@ -105,9 +105,8 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
   check_cuda_state(state, like, "like");
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   check_probabilities(like, p);
-  const rngx_params params{};
   return sample_on(like, std::nullopt, state, dt, &p, global_shape, global_start, "rngx.bernoulli",
-                   [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli(job, stream, &params); });
+                   [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli_tensor(job, stream); });
 }
 
 // The weights' values are not read on the host here (that would synchronize): a zero, negative or NaN weight

@@ -26,7 +26,7 @@ def built():
 
 def test_include_dir_holds_the_kernels_headers():
     kernels = os.path.join(os.path.dirname(__file__), "..", "csrc", "kernels")
-    for name in ("philox.h", "convert.h", "dists.h", "elements.h"):
+    for name in ("philox.h", "convert.h", "convert_lanes.h", "dists.h", "elements.h"):
         with open(os.path.join(torch_rngx.include_dir(), "torch_rngx", name)) as got, \
                 open(os.path.join(kernels, name)) as want:
             assert got.read() == want.read(), name

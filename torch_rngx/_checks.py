@@ -144,7 +144,7 @@ def half_width(half, name="half", dtype=None):
 
 def round_to(v, dtype):
     """v rounded to dtype as torch converts a double (through float32 for the 16-bit types); inf past the
-    range. params.c's rngx_round_to, in Python."""
+    range. elements.h's rngx_round_to, in Python."""
     if dtype in (None, torch.float64):
         return v
     try:

@@ -1,11 +1,12 @@
 """One declaration per sampling op: everything the Python layer derives per op comes from SPECS.
 
-An Op names an rngx op drawing elementwise for one tensor argument (the schema lives in csrc/library.cpp) and
-carries its argument check, the stream words one element takes, its derivative and sample arguments for opcheck.
-From it come the fake kernels and autograd formulas (_ops.py), the autograd.Functions and their vmap rule
-(_autograd.py), the DTensor rules (distributed.py), blocks_used and words_per_element (functional.py) and
-testing.opcheck_all's samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim of the key)
-and one DTensor rule (this rank's block through the global view).
+An Op names an rngx op drawing elementwise for one tensor argument and carries its argument check, its
+derivative and sample arguments for opcheck; its schema, the stream words one element takes and its one-call form
+come from its row in csrc/op_table.h (exported as _C.samplers()). From the two come the fake kernels and autograd
+formulas (_ops.py), the autograd.Functions and their vmap rule (_autograd.py), the DTensor rules (distributed.py),
+blocks_used and words_per_element (functional.py) and testing.opcheck_all's samples. Every op here shares one vmap
+rule (a vmapped dim is one more batch dim of the key) and one DTensor rule (this rank's block through the global
+view).
 """
 
 from __future__ import annotations
@@ -17,18 +18,31 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
-    _C,  # noqa: F401  (defines the ops from csrc/library.cpp's schema table and registers their kernels)
+    _C,  # defines the ops from csrc/op_table.h and registers their kernels
     _checks,
 )
 from ._torch import AutoDispatchBelowAutograd, argument_names, schema_arguments
 
 ops: Any = torch.ops.rngx
 
-# Stream words per element by dtype (docs/stream.md): 2 for the 64-bit types, else 1.
-WORDS = {
-    dtype: 2 if dtype in (torch.float64, torch.int64, torch.uint64) else 1
-    for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES
-}
+# The op table's rows (csrc/op_table.h): each sampler's words per element by output dtype, randint's narrow range
+# and wide words, and its one-call form; and the other ops' words.
+SAMPLERS: dict[str, dict] = {row["name"]: row for row in _C.samplers()}
+_KERNEL_WORDS: dict[str, dict] = _C.kernel_words()
+
+# Stream words per element by dtype without an op (docs/stream.md): bits' by the dtype's width.
+WORDS = {dtype: _KERNEL_WORDS["bits"][dtype.itemsize * 8] for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}
+
+
+def _by_dtype(words: dict) -> dict:
+    return {getattr(torch, name): k for name, k in words.items()}
+
+
+def _row(name: str) -> dict:
+    """An op's row: a sampler's, or the words of another elementwise kernel (bernoulli_tensor)."""
+    if name in SAMPLERS:
+        return SAMPLERS[name]
+    return {"words": _KERNEL_WORDS[name], "narrow": None, "wide": {}, "fused": None}
 
 
 @dataclass(frozen=True)
@@ -41,24 +55,39 @@ class Op:
     input: the schema's name of the tensor the op draws for ("like": only its shape; "x": its values too).
     derivative: None (a sample: nothing is differentiable), "identity" (d/dx = 1) or "self" (linear in x: the
         derivative is the op itself, with the same key and params, applied to the gradient or tangent).
-    words: words per element where they differ from WORDS (csrc/kernels/ops.h, docs/stream.md).
-    wide: for randint, the words per element of int64 above RANDINT_NARROW (where `words` gives those up to it).
-    dtypes: the output dtypes, as blocks_used takes them.
     examples: x -> param tuples (without the view) for opcheck on an input x.
     input_dtypes: the input dtypes opcheck tries (every layout of each).
-    fused: the CPU small-tensor op (a Generator's step and the op in one call), if any.
+    From its row (csrc/op_table.h): words (per element, by output dtype), dtypes (those, as blocks_used takes
+    them), narrow and wide (randint's: int64 above the range `narrow` takes `wide` words) and fused (the CPU
+    small-tensor op, a Generator's step and the op in one call, if any).
     """
 
     name: str
     check: Callable[..., tuple]
     input: str = "like"
     derivative: Optional[str] = None
-    words: dict = field(default_factory=dict)
-    dtypes: Sequence[torch.dtype] = _checks.FLOAT_DTYPES
     examples: Callable[[torch.Tensor], list] = lambda x: []
     input_dtypes: Sequence[torch.dtype] = _checks.FLOAT_DTYPES
-    fused: Optional[str] = None
-    wide: dict = field(default_factory=dict)
+
+    # From the row, set once here (a cached_property would take a lock on first use, which torch.compile cannot
+    # trace in a process whose first call is compiled).
+    words: dict = field(init=False, repr=False)
+    dtypes: tuple = field(init=False, repr=False)
+    narrow: Optional[int] = field(init=False, repr=False)
+    wide: dict = field(init=False, repr=False)
+    fused: Optional[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        row = _row(self.name)
+        words = _by_dtype(row["words"])
+        for name, value in (
+            ("words", words),
+            ("dtypes", tuple(words)),
+            ("narrow", row["narrow"]),
+            ("wide", _by_dtype(row["wide"])),
+            ("fused", row["fused"]),
+        ):
+            object.__setattr__(self, name, value)
 
     @functools.cached_property
     def kernel(self) -> Any:
@@ -76,9 +105,9 @@ class Op:
 
     def words_per_element(self, dtype: torch.dtype, range: Optional[int] = None) -> int:
         """`range`: randint's high - low, on which its int64 words depend."""
-        if dtype in self.wide and range > RANDINT_NARROW:  # type: ignore[operator]
+        if dtype in self.wide and range > self.narrow:  # type: ignore[operator]
             return self.wide[dtype]
-        return self.words.get(dtype, WORDS[dtype])
+        return self.words[dtype]
 
 
 def positional(op: Any, args: tuple, kwargs: dict) -> list:
@@ -122,47 +151,32 @@ def _probabilities_like(x: torch.Tensor) -> list:
 
 
 _RANDINT_DTYPES = tuple(_checks.RANDINT_DTYPES)
-RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range, int64 4 above (csrc/kernels/ops.h)
+RANDINT_NARROW: int = SAMPLERS["randint"]["narrow"]  # randint's words up to this range; int64 takes more above it
 SPECS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)], fused="uniform_from_"),
-        Op(
-            "quantize_noise",
-            _checks.for_noise,
-            input="x",
-            derivative="identity",
-            examples=lambda x: [(0.5,)],
-            fused="quantize_noise_from_",
-        ),
+        Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)]),
+        Op("quantize_noise", _checks.for_noise, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
         Op("dropout", _checks.for_dropout, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
-        Op("normal", _checks.for_normal, examples=lambda x: [(0.5, 2.0, None)], fused="normal_from_"),
-        Op(
-            "truncated_normal",
-            _truncated_normal_check,
-            words={d: 2 for d in _checks.FLOAT_DTYPES},
-            examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)],
-        ),
-        Op("bernoulli", _checks.for_bernoulli, examples=lambda x: [(0.3,)], fused="bernoulli_from_"),
+        Op("normal", _checks.for_normal, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("truncated_normal", _truncated_normal_check, examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)]),
+        Op("bernoulli", _checks.for_bernoulli, examples=lambda x: [(0.3,)]),
         Op("bernoulli_tensor", _checks.for_bernoulli, examples=_probabilities_like),
         Op(
             "randint",
             _checks.for_randint,
-            words={d: 2 for d in _RANDINT_DTYPES},
-            wide={torch.int64: 4},
-            dtypes=_RANDINT_DTYPES,
             examples=lambda x: [(0 if d == torch.uint8 else -3, 100, d) for d in _RANDINT_DTYPES],
             input_dtypes=(torch.float32,),
-            fused="randint_from_",
         ),
         Op("exponential", _checks.for_exponential, examples=lambda x: [(1.5, None)]),
     )
 }
 
-# Composites of other ops that a Generator still advances for by their own count (functional.blocks_used).
+# Composites of other ops that a Generator still advances for by their own count (functional.blocks_used), by the
+# dtypes they take: randperm's sort keys are int64 bits, multinomial's scores the race's.
 COMPOSITE_WORDS = {
-    "randperm": {d: 2 for d in _checks.RANDPERM_LIMITS},
-    "multinomial": {d: 2 for d in _checks.FLOAT_DTYPES},
+    "randperm": {d: WORDS[torch.int64] for d in _checks.RANDPERM_LIMITS},
+    "multinomial": {d: _KERNEL_WORDS["race"]["float64"] for d in _checks.FLOAT_DTYPES},
 }
 
 

@@ -4,7 +4,9 @@
 offset counts 128-bit Philox blocks), exactly a `torch.func._random` key. The element at logical (row-major)
 index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at block `offset` (k = 2 for float64,
 else 1; normal makes elements 2p and 2p + 1 from the words of both; truncated_normal and randint take more:
-blocks_used). A batched state of shape (*B, 2) gives each slice of the output its own key. See docs/stream.md.
+blocks_used). A batched state of shape (*B, 2) has one B[d] per dim of the output, each 1 (the key repeats
+along d) or the output's size there (one key per index); dims after the last B[d] != 1 are each key's run, in
+which the key draws as if alone. See docs/stream.md, "Batched states".
 
 Keys:
     key(seed, device=None, dtype=torch.int64) -> state
@@ -246,7 +248,7 @@ def uniform(
 
     Args:
         like (Tensor): gives the shape, strides and device (its values are not read).
-        state (Tensor): a key (2,) or a batch of keys (*B, 2) broadcasting over like's leading dims.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2), one B[d] per dim of like, 1 or like's size.
         low, high (float): the interval, low < high.
 
     Keyword args:
@@ -475,7 +477,8 @@ def randperm(
         state (Tensor): a key (2,) or a batch of keys (*B, 2).
 
     Keyword args:
-        dtype (torch.dtype): an integer dtype for the output (int64 by default).
+        dtype (torch.dtype): the output's, int64 by default: uint8, int8, int16, int32, int64, float16,
+            bfloat16, float32 or float64, one that holds every value 0 .. n - 1 exactly.
         device (str or torch.device, optional): if given, must be the state's device.
 
     Example::

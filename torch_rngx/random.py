@@ -278,7 +278,8 @@ def randperm(
 
     Keyword args:
         generator (Generator or RNG, optional): the stream; None draws a fresh seed from torch's generator.
-        dtype (torch.dtype): an integer dtype for the output (int64 by default).
+        dtype (torch.dtype): the output's, int64 by default: uint8, int8, int16, int32, int64, float16,
+            bfloat16, float32 or float64, one that holds every value 0 .. n - 1 exactly.
         device (str or torch.device): "cpu" or a CUDA device.
 
     Example::

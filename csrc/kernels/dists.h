@@ -1,4 +1,4 @@
-/* The math of normal, truncated normal and randint (docs/stream.md, "normal", "truncated_normal", "randint").
+/* The math of normal and truncated normal (docs/stream.md, "normal", "truncated_normal").
  *
  * Only IEEE double + - * / and sqrt, and integer and bit operations: no libm, no fused multiply-add (the C
  * files build with -ffp-contract=off, CUDA with --fmad=false). One definition for the C, SIMD and CUDA kernels,
@@ -202,7 +202,7 @@ RNGX_FN double rngx_ndtri(double p) {
   return rngx_ndtri_is_central(q) ? rngx_ndtri_central(q) : rngx_ndtri_tail(p, q);
 }
 
-/* The truncated normal's numbers, from rngx_truncnorm_params (params.c): sample Phi^-1(pa + u * pw) in the standard
+/* The truncated normal's numbers, from rngx_truncnorm_params (elements.h): sample Phi^-1(pa + u * pw) in the standard
  * space, negated when `flip`, then mean + std * z clamped to [a, b]. */
 typedef struct {
   double pa, pw, mean, std, a, b;
@@ -226,51 +226,4 @@ RNGX_FN double rngx_truncnorm_scale(double z, const rngx_tn *t) {
 RNGX_FN double rngx_truncnorm_value(uint64_t m53, const rngx_tn *t) {
   return rngx_truncnorm_scale(rngx_ndtri(rngx_truncnorm_p(m53, t)), t);
 }
-
-/* ---- randint: floor(range * x / 2^bits) ---- */
-
-/* The high 64 bits of a * b, in 32-bit pieces (exact on every compiler and device). */
-RNGX_FN uint64_t rngx_mulhi64(uint64_t a, uint64_t b) {
-  const uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
-  const uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-  const uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
-  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-}
-
-/* Ranges up to 2^32, every output type: floor(range * x / 2^64), x = w0 2^32 + w1 (two words, first high), range = r,
- * or 2^32 when r = 0 (then the value is w0). 32 x 32-bit products only, so the loops vectorize. */
-RNGX_FN uint32_t rngx_randint32(uint32_t r, uint32_t w0, uint32_t w1) {
-  const uint64_t v = ((uint64_t)r * w0 + (((uint64_t)r * w1) >> 32)) >> 32;
-  return r == 0 ? w0 : (uint32_t)v;
-}
-
-/* int64 outputs, 2^32 < range < 2^64: floor(range * x / 2^128), x = w0 2^96 + w1 2^64 + w2 2^32 + w3. */
-RNGX_FN uint64_t rngx_randint64(uint64_t range, const uint32_t *w) {
-  const uint64_t hi = (uint64_t)w[0] << 32 | w[1], lo = (uint64_t)w[2] << 32 | w[3];
-  const uint64_t mid = range * hi, carry_in = rngx_mulhi64(range, lo);
-  return rngx_mulhi64(range, hi) + (mid + carry_in < mid);
-}
-
-/* ---- exponential: E = -ln u with u in (0, 1), never 0 or 1, so E is finite and > 0 ---- */
-
-/* float32, float16, bfloat16: one word, u = (2 w + 1) 2^-33 (odd multiples of 2^-33; the short log). */
-RNGX_FN double rngx_exponential32(uint32_t w) {
-  const double u = (rngx_small_to_f64(w) * 2.0 + 1.0) * 0x1p-33;
-  return -rngx_log(u, 0);
-}
-
-/* float64: two words, m = ((w0 & 0xFFFFF) << 32) | w1 (52 bits), u = (2 m + 1) 2^-53 (the full log). 2 m + 1 < 2^53
- * in two exact pieces. */
-RNGX_FN double rngx_exponential64(uint32_t w0, uint32_t w1) {
-  const double v = rngx_small_to_f64(w0 & 0xFFFFFu) * 0x1p33 + (rngx_small_to_f64(w1) * 2.0 + 1.0);
-  return -rngx_log(v * 0x1p-53, 1);
-}
-
-/* multinomial's race: e / w for a weight w > 0 (at most DBL_MAX, so any positive weight beats a zero one), and
- * +inf for w <= 0 or NaN (never drawn). */
-RNGX_FN double rngx_race_score(double e, double w) {
-  const double q = e / (w > 0 ? w : 1.0);
-  return w > 0 ? (q < 0x1.fffffffffffffp+1023 ? q : 0x1.fffffffffffffp+1023) : rngx_bits_f64(0x7FF0000000000000ull);
-}
-
 #endif

@@ -1,18 +1,30 @@
-/* One element of each op, for users' own C, C++ and CUDA code (docs/device_api.md): the words of element j of
- * a key's stream and the conversions our ops apply to them, so a custom kernel draws the bits the ops give.
- * Installed with the package next to philox.h, convert.h and dists.h (torch_rngx.include_dir()).
+/* Each op's numbers and elements (docs/stream.md), the one definition that the C loops (loops.c), the CUDA kernels
+ * (ops_cuda.cu) and users' own C, C++ and CUDA code (docs/device_api.md) all call, so a custom kernel draws the
+ * bits the ops give. Installed with the package next to philox.h, convert.h, convert_lanes.h and dists.h
+ * (torch_rngx.include_dir()).
  *
- * The numbers each function takes are the ops' parameters (docs/stream.md): uniform's lo and width rounded to
- * the dtype, dropout's keep = ceil(p 2^24) (2^53 for float64) and scale, normal's mean and std in float32 for the
- * <= 32-bit types. On a GPU every multiply and add here is an explicitly rounded intrinsic, so nvcc's default
- * multiply-add contraction cannot change bits; normal's math (dists.h) needs --fmad=false. Host code needs
- * -ffp-contract=off (GCC contracts across statements by default outside ISO C mode). */
+ * Per op (its `kernel` in csrc/op_table.h):
+ *   rngx_<kernel>_params(dtype, arguments..., &p)   host: checks the call's arguments and derives the numbers its
+ *       elements read, once per call; returns NULL, or what is wrong (the glue names the op and the values).
+ *   rngx_<kernel>_element_<dtype>(&p, w, x)         the element from its words w (its row's words per element,
+ *       rngx_element_words) and, for an op that reads one, its input x: <dtype> f16, bf16 (bit patterns), f32,
+ *       f64, or b8 .. b64 (integers); rngx_<kernel>_pair_<dtype>(&p, w, &c, &s) for a paired op.
+ * Some ops also have a form with the numbers as plain arguments (rngx_uniform_f32(w, lo, width), ...).
+ *
+ * On a GPU every multiply and add here is an explicitly rounded intrinsic, so nvcc's default multiply-add
+ * contraction cannot change bits; normal's math (dists.h) needs --fmad=false. Host code needs -ffp-contract=off
+ * (GCC contracts across statements by default outside ISO C mode). The 16-bit types round through
+ * convert_lanes.h, the branch-free forms of convert.h's roundings (the same bits), so loops of them vectorize. */
 #ifndef RNGX_ELEMENTS_H
 #define RNGX_ELEMENTS_H
 
 #include <stdint.h>
+#ifndef __CUDACC__
+#include <math.h> /* isfinite, ceil: the host-side derivations */
+#endif
 
 #include "convert.h"
+#include "convert_lanes.h"
 #include "dists.h"
 
 #if defined(__CUDA_ARCH__)
@@ -27,6 +39,47 @@
 #define RNGX_DADD(a, b) ((a) + (b))
 #endif
 
+/* The per-call derivations run on the host only. */
+#define RNGX_HOST_FN static inline
+
+/* The float types the ops compute in, and the integer widths (signedness does not change the bits written). */
+typedef enum {
+  RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64,
+  RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64
+} rngx_dtype;
+
+/* The numbers an op's elements read, from its rngx_<kernel>_params. */
+typedef struct {
+  float lo, width, scale; /* <= 32-bit types: lo + u * width (uniform, noise); x * scale (dropout) */
+  double lo64, width64, scale64;
+  uint32_t keep; /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
+  uint64_t keep64;
+  float mean, std;        /* normal, <= 32-bit types: fl32(z) * std + mean in float32 */
+  double mean64, std64;   /* normal, float64 */
+  rngx_tn tn;             /* truncated normal, in double */
+  float tn_lo, tn_hi;     /* truncated normal, <= 32-bit types: the dtype's values nearest inside [a, b] */
+  uint64_t low, range;    /* randint: low + floor(range * x / 2^bits), modulo 2^64 */
+  double rate;            /* exponential: E / rate in double */
+} rngx_params;
+
+/* All zeros: the start of every derivation. */
+RNGX_FN rngx_params rngx_zero_params(void) {
+  rngx_params p;
+  memset(&p, 0, sizeof p);
+  return p;
+}
+
+/* v rounded to a float dtype (through float32 for the 16-bit ones, as torch converts a double), as float32. */
+RNGX_FN float rngx_round_to(rngx_dtype dtype, double v) {
+  const float f = (float)v; /* out of float32's range: +-inf */
+  if (dtype == RNGX_FLOAT16) return rngx_f16_to_f32(rngx_f32_to_f16(f));
+  if (dtype == RNGX_BFLOAT16) return rngx_bf16_to_f32(rngx_f32_to_bf16(f));
+  return f;
+}
+
+/* A double that rounds to a finite float32: below FLT_MAX + half its ulp (the tie rounds to infinity). */
+RNGX_FN int rngx_finite_as_float(double v) { return (v < 0 ? -v : v) < 0x1.ffffffp+127; }
+
 /* Element j of an op that takes k = 1, 2 or 4 words per element (docs/stream.md's table): words k j .. k j + k - 1
  * of the key (seed, offset), all in one Philox block. */
 RNGX_FN void rngx_element_words(uint64_t seed, uint64_t offset, uint64_t j, int k, uint32_t *w) {
@@ -35,21 +88,82 @@ RNGX_FN void rngx_element_words(uint64_t seed, uint64_t offset, uint64_t j, int 
   for (int i = 0; i < k; ++i) w[i] = r.v[(t & 3u) + (uint64_t)i];
 }
 
-/* uniform: lo + u * width in float32, u the dtype's (rngx_u24, u11 or u8), then rounded to the dtype (float16
- * and bfloat16 as bit patterns). */
+/* ---- bits: the low bits of one word, or two words first-word-high (torch.func._random.bits) ---- */
+
+RNGX_FN uint8_t rngx_bits_element_b8(const rngx_params *p, const uint32_t *w, uint8_t x) {
+  (void)p, (void)x;
+  return (uint8_t)w[0];
+}
+RNGX_FN uint16_t rngx_bits_element_b16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)p, (void)x;
+  return (uint16_t)w[0];
+}
+RNGX_FN uint32_t rngx_bits_element_b32(const rngx_params *p, const uint32_t *w, uint32_t x) {
+  (void)p, (void)x;
+  return w[0];
+}
+RNGX_FN uint64_t rngx_bits_element_b64(const rngx_params *p, const uint32_t *w, uint64_t x) {
+  (void)p, (void)x;
+  return (uint64_t)w[0] << 32 | w[1];
+}
+
+/* ---- uniform: lo + u * width in float32 (u the dtype's: rngx_u24, u11 or u8), rounded to the dtype ---- */
+
+/* As torch.func._random: the bounds rounded to the output dtype, their difference in float32 rounded again; the
+ * three must be finite in the dtype. */
+RNGX_HOST_FN const char *rngx_uniform_params(rngx_dtype dtype, double low, double high, rngx_params *out) {
+  if (!(isfinite(low) && isfinite(high) && isfinite(high - low))) return "low, high and high - low must be finite";
+  if (!(low <= high)) return "low must be <= high";
+  rngx_params p = rngx_zero_params();
+  const float lo = rngx_round_to(dtype, low), hi = rngx_round_to(dtype, high);
+  p.lo = lo, p.width = rngx_round_to(dtype, hi - lo), p.lo64 = low, p.width64 = high - low;
+  if (dtype != RNGX_FLOAT64 && !(isfinite(p.lo) && isfinite(hi) && isfinite(p.width)))
+    return "low, high and high - low must be finite in the output dtype";
+  *out = p;
+  return 0;
+}
+
 RNGX_FN float rngx_uniform_value(float u, float lo, float width) { return RNGX_FADD(lo, RNGX_FMUL(u, width)); }
 RNGX_FN float rngx_uniform_f32(uint32_t w, float lo, float width) { return rngx_uniform_value(rngx_u24(w), lo, width); }
 RNGX_FN uint16_t rngx_uniform_f16(uint32_t w, float lo, float width) {
-  return rngx_f32_to_f16(rngx_uniform_value(rngx_u11(w), lo, width));
+  return rngx_f32_to_f16_lanes(rngx_uniform_value(rngx_u11(w), lo, width));
 }
 RNGX_FN uint16_t rngx_uniform_bf16(uint32_t w, float lo, float width) {
-  return rngx_f32_to_bf16(rngx_uniform_value(rngx_u8(w), lo, width));
+  return rngx_f32_to_bf16_lanes(rngx_uniform_value(rngx_u8(w), lo, width));
 }
 RNGX_FN double rngx_uniform_f64(uint32_t w0, uint32_t w1, double low, double width) {
   return RNGX_DADD(low, RNGX_DMUL(rngx_u53(w0, w1), width));
 }
 
-/* quantize_noise: x + (lo + u24 * width), lo = fl32(-half), width = fl32(2 half); x widened to float32. */
+RNGX_FN uint16_t rngx_uniform_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_uniform_f16(w[0], p->lo, p->width);
+}
+RNGX_FN uint16_t rngx_uniform_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_uniform_bf16(w[0], p->lo, p->width);
+}
+RNGX_FN float rngx_uniform_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  (void)x;
+  return rngx_uniform_f32(w[0], p->lo, p->width);
+}
+RNGX_FN double rngx_uniform_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)x;
+  return rngx_uniform_f64(w[0], w[1], p->lo64, p->width64);
+}
+
+/* ---- quantize_noise: x + (lo + u24 * width), lo = fl32(-half), width = fl32(2 half); x widened to float32 ---- */
+
+RNGX_HOST_FN const char *rngx_quantize_noise_params(rngx_dtype dtype, double half, rngx_params *out) {
+  if (!(isfinite(half) && half >= 0)) return "half must be finite and >= 0";
+  if (dtype == RNGX_FLOAT64 ? !isfinite(2 * half) : !rngx_finite_as_float(2 * half))
+    return "half is too large: 2 * half must be finite in the compute type";
+  rngx_params p = rngx_zero_params();
+  p.lo = (float)-half, p.width = (float)(2 * half), p.lo64 = -half, p.width64 = 2 * half;
+  *out = p;
+  return 0;
+}
+
 RNGX_FN float rngx_noise_f32(float x, uint32_t w, float lo, float width) {
   return RNGX_FADD(x, RNGX_FADD(lo, RNGX_FMUL(rngx_u24(w), width)));
 }
@@ -57,19 +171,77 @@ RNGX_FN double rngx_noise_f64(double x, uint32_t w0, uint32_t w1, double lo, dou
   return RNGX_DADD(x, RNGX_DADD(lo, RNGX_DMUL(rngx_u53(w0, w1), width)));
 }
 
-/* dropout keeps iff u >= p: the integer behind u against keep. bernoulli is 1 exactly where dropout drops. */
-RNGX_FN int rngx_kept_f32(uint32_t w, uint32_t keep) { return (w & RNGX_U24_MASK) >= keep; }
-RNGX_FN int rngx_kept_f64(uint32_t w0, uint32_t w1, uint64_t keep) { return rngx_m53(w0, w1) >= keep; }
-/* A select, not a multiply by 0: a dropped NaN gives 0. */
-RNGX_FN float rngx_dropout_f32(float x, uint32_t w, uint32_t keep, float scale) {
-  return rngx_kept_f32(w, keep) ? RNGX_FMUL(x, scale) : 0.0f;
+RNGX_FN uint16_t rngx_quantize_noise_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  return rngx_f32_to_f16_lanes(rngx_noise_f32(rngx_f16_to_f32_lanes(x), w[0], p->lo, p->width));
 }
-RNGX_FN double rngx_dropout_f64(double x, uint32_t w0, uint32_t w1, uint64_t keep, double scale) {
-  return rngx_kept_f64(w0, w1, keep) ? RNGX_DMUL(x, scale) : 0.0;
+RNGX_FN uint16_t rngx_quantize_noise_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  return rngx_f32_to_bf16_lanes(rngx_noise_f32(rngx_bf16_to_f32(x), w[0], p->lo, p->width));
+}
+RNGX_FN float rngx_quantize_noise_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  return rngx_noise_f32(x, w[0], p->lo, p->width);
+}
+RNGX_FN double rngx_quantize_noise_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  return rngx_noise_f64(x, w[0], w[1], p->lo64, p->width64);
 }
 
-/* normal: element j is pair j / 2's cosine output (j even) or its sine output (j odd), z * std + mean. w holds the
- * pair's words: rngx_element_words(seed, offset, j / 2, 2, w), four for float64; fl32(z) for the float32 family. */
+/* ---- dropout: x * scale where u >= p, else +0; bernoulli is 1 exactly where dropout drops ---- */
+
+/* keep iff u >= p, i.e. iff the integer m behind u = m * 2^-bits is >= ceil(p * 2^bits) (exact). */
+RNGX_HOST_FN const char *rngx_dropout_params(rngx_dtype dtype, double p, rngx_params *out) {
+  (void)dtype;
+  if (!(p >= 0 && p <= 1)) return "p must be in [0, 1]"; /* NaN too */
+  const double scale = 1.0 / (1.0 - p);
+  rngx_params d = rngx_zero_params();
+  d.scale = (float)scale, d.scale64 = scale, d.keep = (uint32_t)ceil(p * 0x1p24), d.keep64 = (uint64_t)ceil(p * 0x1p53);
+  *out = d;
+  return 0;
+}
+
+RNGX_FN int rngx_kept_f32(uint32_t w, uint32_t keep) { return (w & RNGX_U24_MASK) >= keep; }
+RNGX_FN int rngx_kept_f64(uint32_t w0, uint32_t w1, uint64_t keep) { return rngx_m53(w0, w1) >= keep; }
+/* v where keep, else +0: its bits and-ed with all ones or all zeros. A select, not a multiply by 0 (a dropped NaN
+ * gives 0), and branch free, as the keep/drop pattern is random (and a loop of it vectorizes). */
+RNGX_FN float rngx_masked_f32(int keep, float v) { return rngx_bits_f32(rngx_f32_bits(v) & (0u - (uint32_t)keep)); }
+RNGX_FN double rngx_masked_f64(int keep, double v) { return rngx_bits_f64(rngx_f64_bits(v) & (0u - (uint64_t)keep)); }
+RNGX_FN float rngx_dropout_f32(float x, uint32_t w, uint32_t keep, float scale) {
+  return rngx_masked_f32(rngx_kept_f32(w, keep), RNGX_FMUL(x, scale));
+}
+RNGX_FN double rngx_dropout_f64(double x, uint32_t w0, uint32_t w1, uint64_t keep, double scale) {
+  return rngx_masked_f64(rngx_kept_f64(w0, w1, keep), RNGX_DMUL(x, scale));
+}
+
+/* The 16-bit types mask after the rounding (+0 is all zero bits in both). */
+RNGX_FN uint16_t rngx_dropout_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  return (uint16_t)(rngx_f32_to_f16_lanes(RNGX_FMUL(rngx_f16_to_f32_lanes(x), p->scale)) &
+                    (0u - (uint32_t)rngx_kept_f32(w[0], p->keep)));
+}
+RNGX_FN uint16_t rngx_dropout_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  return (uint16_t)(rngx_f32_to_bf16_lanes(RNGX_FMUL(rngx_bf16_to_f32(x), p->scale)) &
+                    (0u - (uint32_t)rngx_kept_f32(w[0], p->keep)));
+}
+RNGX_FN float rngx_dropout_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  return rngx_dropout_f32(x, w[0], p->keep, p->scale);
+}
+RNGX_FN double rngx_dropout_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  return rngx_dropout_f64(x, w[0], w[1], p->keep64, p->scale64);
+}
+
+/* ---- normal: one Box-Muller step in double (dists.h) per pair of elements ---- */
+
+/* mean and std finite (std >= 0), and finite in float32 for the <= 32-bit types, which compute in it. */
+RNGX_HOST_FN const char *rngx_normal_params(rngx_dtype dtype, double mean, double std, rngx_params *out) {
+  if (!isfinite(mean)) return "mean must be finite";
+  if (!(isfinite(std) && std >= 0)) return "std must be finite and >= 0";
+  if (dtype != RNGX_FLOAT64 && !(rngx_finite_as_float(mean) && rngx_finite_as_float(std)))
+    return "mean and std must be finite in float32, the compute type";
+  rngx_params p = rngx_zero_params();
+  p.mean = (float)mean, p.std = (float)std, p.mean64 = mean, p.std64 = std;
+  *out = p;
+  return 0;
+}
+
+/* Element j is pair j / 2's cosine output (j even) or its sine output (j odd), z * std + mean: fl32(z) in float32
+ * for the float32 family. A pair's words: rngx_element_words(seed, offset, j / 2, 2, w), four for float64. */
 RNGX_FN float rngx_normal_scale_f32(double z, float mean, float std) {
   return RNGX_FADD(RNGX_FMUL((float)z, std), mean);
 }
@@ -83,17 +255,292 @@ RNGX_FN double rngx_normal_f64(const uint32_t *w, int odd, double mean, double s
   return rngx_normal_scale_f64(odd ? z.s : z.c, mean, std);
 }
 
-/* truncated normal, <= 32-bit types: the value (rngx_truncnorm_value) rounded to the dtype, then clamped to
- * [lo, hi], the dtype's values nearest inside [a, b]. */
+/* Both elements of a pair: c the even one, s the odd one. */
+RNGX_FN void rngx_normal_pair_f16(const rngx_params *p, const uint32_t *w, uint16_t *c, uint16_t *s) {
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_f32_to_f16_lanes(rngx_normal_scale_f32(z.c, p->mean, p->std));
+  *s = rngx_f32_to_f16_lanes(rngx_normal_scale_f32(z.s, p->mean, p->std));
+}
+RNGX_FN void rngx_normal_pair_bf16(const rngx_params *p, const uint32_t *w, uint16_t *c, uint16_t *s) {
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_f32_to_bf16_lanes(rngx_normal_scale_f32(z.c, p->mean, p->std));
+  *s = rngx_f32_to_bf16_lanes(rngx_normal_scale_f32(z.s, p->mean, p->std));
+}
+RNGX_FN void rngx_normal_pair_f32(const rngx_params *p, const uint32_t *w, float *c, float *s) {
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_normal_scale_f32(z.c, p->mean, p->std);
+  *s = rngx_normal_scale_f32(z.s, p->mean, p->std);
+}
+RNGX_FN void rngx_normal_pair_f64(const rngx_params *p, const uint32_t *w, double *c, double *s) {
+  const rngx_pair z = rngx_normal64(w);
+  *c = rngx_normal_scale_f64(z.c, p->mean64, p->std64);
+  *s = rngx_normal_scale_f64(z.s, p->mean64, p->std64);
+}
+
+/* ---- truncated normal: the inverse CDF in double (dists.h), clamped to [a, b] ---- */
+
+/* e^y for -745 < y <= 0: y = k ln2 + r with |r| <= ln2 / 2, e^r by its Taylor series to r^14 (nested), then times
+ * 2^k in two steps of normal powers of two. Only the bounds use it, once per call. */
+RNGX_HOST_FN double rngx_exp_neg(double y) {
+  const double kd = (double)(int64_t)(y * 1.44269504088896338700 - 0.5); /* round(y / ln 2) for y <= 0 */
+  const double r = (y - kd * RNGX_LN2_HI) - kd * RNGX_LN2_LO;
+  double e = 1.0;
+  for (int n = 14; n >= 1; --n) e = 1.0 + r / n * e;
+  const int64_t k = (int64_t)kd, k1 = k / 2, k2 = k - k1;
+  return e * rngx_bits_f64((uint64_t)(1023 + k1) << 52) * rngx_bits_f64((uint64_t)(1023 + k2) << 52);
+}
+
+/* Phi(x) for x <= 0: 1/2 + pdf(x) * sum x^(2n+1) / (2n+1)!! above -3 (Marsaglia's series), below it the
+ * continued fraction pdf(x) / (|x| + 1/(|x| + 2/(|x| + 3/(...)))), both to a fixed depth. */
+RNGX_HOST_FN double rngx_cdf_lower(double x) {
+  const double pdf = 0.398942280401432677940 * rngx_exp_neg(-0.5 * (x * x));
+  if (x > -3.0) {
+    double s = x, t = x;
+    for (int n = 1; n < 120; ++n) s += (t = t * (x * x) / (2 * n + 1));
+    return 0.5 + pdf * s;
+  }
+  double f = -x;
+  for (int n = 400; n >= 1; --n) f = -x + n / f;
+  return pdf / f;
+}
+
+/* Phi(x), the standard normal CDF, with the project's own exp. */
+RNGX_HOST_FN double rngx_normal_cdf(double x) {
+  x = x < -38.0 ? -38.0 : x > 38.0 ? 38.0 : x;
+  return x <= 0 ? rngx_cdf_lower(x) : 1.0 - rngx_cdf_lower(-x);
+}
+
+/* The dtype's value next to v (a value of the dtype) towards +inf (up) or -inf. */
+RNGX_HOST_FN float rngx_step_in(rngx_dtype dt, float v, int up) {
+  if (dt == RNGX_FLOAT32) {
+    const uint32_t b = rngx_f32_bits(v);
+    if ((b & 0x7FFFFFFFu) == 0) return rngx_bits_f32(up ? 1u : 0x80000001u);
+    return rngx_bits_f32((v > 0) == up ? b + 1 : b - 1);
+  }
+  const uint16_t h = dt == RNGX_FLOAT16 ? rngx_f32_to_f16(v) : rngx_f32_to_bf16(v);
+  const uint16_t s = (h & 0x7FFFu) == 0 ? (up ? 1u : 0x8001u) : (uint16_t)((v > 0) == up ? h + 1 : h - 1);
+  return dt == RNGX_FLOAT16 ? rngx_f16_to_f32(s) : rngx_bf16_to_f32(s);
+}
+
+/* mean finite, std finite and > 0, a < b finite, and a value of the dtype in [a, b]. Sampling happens on the side
+ * where both bounds are in the lower tail or straddle 0 (flip when alpha + beta > 0), where Phi keeps its relative
+ * precision. Bounds past 37 standard deviations are taken at 37. */
+RNGX_HOST_FN const char *rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, double b,
+                                               rngx_params *out) {
+  if (!isfinite(mean)) return "mean must be finite";
+  if (!(isfinite(std) && std > 0)) return "std must be finite and > 0";
+  if (!(isfinite(a) && isfinite(b))) return "a and b must be finite";
+  if (!(a < b)) return "a must be < b";
+  double al = (a - mean) / std, be = (b - mean) / std;
+  al = al < -37.0 ? -37.0 : al > 37.0 ? 37.0 : al;
+  be = be < -37.0 ? -37.0 : be > 37.0 ? 37.0 : be;
+  const int flip = al + be > 0;
+  const double lo = flip ? -be : al, hi = flip ? -al : be;
+  const double pa = rngx_normal_cdf(lo), pb = rngx_normal_cdf(hi);
+  rngx_params p = rngx_zero_params();
+  p.tn.pa = pa, p.tn.pw = pb - pa, p.tn.mean = mean, p.tn.std = std, p.tn.a = a, p.tn.b = b, p.tn.flip = flip;
+  if (dtype != RNGX_FLOAT64) {
+    const float ra = rngx_round_to(dtype, a), rb = rngx_round_to(dtype, b);
+    p.tn_lo = ra < a ? rngx_step_in(dtype, ra, 1) : ra;
+    p.tn_hi = rb > b ? rngx_step_in(dtype, rb, 0) : rb;
+    if (!(p.tn_lo <= p.tn_hi)) return "no value of the output dtype lies in [a, b]";
+  }
+  *out = p;
+  return 0;
+}
+
+/* <= 32-bit types: the value rounded to the dtype (through float32), then clamped to [tn_lo, tn_hi]. */
 RNGX_FN float rngx_clamp_f32(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* exponential: E / rate in double, rounded to the dtype; a value that rounds to 0 becomes the dtype's smallest
- * positive value and one that overflows its largest finite value, so every value is positive and finite.
- * float16 and bfloat16 as bit patterns, `inf` the type's infinity (0x7C00, 0x7F80). */
+/* The output of the standard-space value z = Phi^-1(rngx_truncnorm_p(..)): the CPU loops compute z in passes. */
+RNGX_FN uint16_t rngx_truncnorm_of_z_f16(const rngx_params *p, double z) {
+  const float v = rngx_f16_to_f32_lanes(rngx_f32_to_f16_lanes((float)rngx_truncnorm_scale(z, &p->tn)));
+  return rngx_f32_to_f16_lanes(rngx_clamp_f32(v, p->tn_lo, p->tn_hi));
+}
+RNGX_FN uint16_t rngx_truncnorm_of_z_bf16(const rngx_params *p, double z) {
+  const float v = rngx_bf16_to_f32(rngx_f32_to_bf16_lanes((float)rngx_truncnorm_scale(z, &p->tn)));
+  return rngx_f32_to_bf16_lanes(rngx_clamp_f32(v, p->tn_lo, p->tn_hi));
+}
+RNGX_FN float rngx_truncnorm_of_z_f32(const rngx_params *p, double z) {
+  return rngx_clamp_f32((float)rngx_truncnorm_scale(z, &p->tn), p->tn_lo, p->tn_hi);
+}
+RNGX_FN double rngx_truncnorm_of_z_f64(const rngx_params *p, double z) { return rngx_truncnorm_scale(z, &p->tn); }
+
+#define RNGX_TRUNCNORM_ELEMENT(sfx, T)                                                                            \
+  RNGX_FN T rngx_truncnorm_element_##sfx(const rngx_params *p, const uint32_t *w, T x) {                          \
+    (void)x;                                                                                                      \
+    return rngx_truncnorm_of_z_##sfx(p, rngx_ndtri(rngx_truncnorm_p(rngx_m53(w[0], w[1]), &p->tn)));              \
+  }
+RNGX_TRUNCNORM_ELEMENT(f16, uint16_t)
+RNGX_TRUNCNORM_ELEMENT(bf16, uint16_t)
+RNGX_TRUNCNORM_ELEMENT(f32, float)
+RNGX_TRUNCNORM_ELEMENT(f64, double)
+
+/* ---- bernoulli: 1 iff u < p, dropout's u (24 bits, 53 for float64) ---- */
+
+/* A float p: 1 iff the integer behind u is below dropout's keep threshold ceil(p 2^bits). */
+RNGX_HOST_FN const char *rngx_bernoulli_params(rngx_dtype dtype, double p, rngx_params *out) {
+  return rngx_dropout_params(dtype, p, out);
+}
+
+RNGX_FN uint16_t rngx_bernoulli_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_kept_f32(w[0], p->keep) ? 0 : 0x3C00u;
+}
+RNGX_FN uint16_t rngx_bernoulli_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_kept_f32(w[0], p->keep) ? 0 : 0x3F80u;
+}
+RNGX_FN float rngx_bernoulli_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  (void)x;
+  return rngx_kept_f32(w[0], p->keep) ? 0.0f : 1.0f;
+}
+RNGX_FN double rngx_bernoulli_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)x;
+  return rngx_kept_f64(w[0], w[1], p->keep64) ? 0.0 : 1.0;
+}
+
+/* A tensor p: its element x, in the output dtype, compared with u in float32 (double for float64), exactly. */
+RNGX_FN uint16_t rngx_bernoulli_tensor_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)p;
+  return rngx_u24(w[0]) < rngx_f16_to_f32_lanes(x) ? 0x3C00u : 0;
+}
+RNGX_FN uint16_t rngx_bernoulli_tensor_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)p;
+  return rngx_u24(w[0]) < rngx_bf16_to_f32(x) ? 0x3F80u : 0;
+}
+RNGX_FN float rngx_bernoulli_tensor_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  (void)p;
+  return rngx_u24(w[0]) < x ? 1.0f : 0.0f;
+}
+RNGX_FN double rngx_bernoulli_tensor_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)p;
+  return rngx_u53(w[0], w[1]) < x ? 1.0 : 0.0;
+}
+
+/* ---- randint: low + floor(range * x / 2^bits), the sum modulo 2^64, in the dtype's low bits ---- */
+
+/* The high 64 bits of a * b, in 32-bit pieces (exact on every compiler and device). */
+RNGX_FN uint64_t rngx_mulhi64(uint64_t a, uint64_t b) {
+  const uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
+  const uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+/* Ranges up to 2^32, every output type: floor(range * x / 2^64), x = w0 2^32 + w1 (two words, first high), range = r,
+ * or 2^32 when r = 0 (then the value is w0). 32 x 32-bit products only, so the loops vectorize. */
+RNGX_FN uint32_t rngx_randint32(uint32_t r, uint32_t w0, uint32_t w1) {
+  const uint64_t v = ((uint64_t)r * w0 + (((uint64_t)r * w1) >> 32)) >> 32;
+  return r == 0 ? w0 : (uint32_t)v;
+}
+
+/* int64 outputs, 2^32 < range < 2^64: floor(range * x / 2^128), x = w0 2^96 + w1 2^64 + w2 2^32 + w3. */
+RNGX_FN uint64_t rngx_randint64(uint64_t range, const uint32_t *w) {
+  const uint64_t hi = (uint64_t)w[0] << 32 | w[1], lo = (uint64_t)w[2] << 32 | w[3];
+  const uint64_t mid = range * hi, carry_in = rngx_mulhi64(range, lo);
+  return rngx_mulhi64(range, hi) + (mid + carry_in < mid);
+}
+
+/* [low, high) with low < high, within the output dtype's values [min, max]; below 64 bits the range is at most
+ * 2^32 (whatever min and max say). */
+RNGX_HOST_FN const char *rngx_randint_params(rngx_dtype dtype, int64_t min, int64_t max, int64_t low, int64_t high,
+                                             rngx_params *out) {
+  if (!(low < high)) return "low must be < high";
+  if (!(low >= min && high - 1 <= max)) return "[low, high) must lie within the output dtype's values";
+  const uint64_t range = (uint64_t)high - (uint64_t)low;
+  if (dtype != RNGX_BITS64 && range > 0x100000000ull) return "high - low must be at most 2^32 below 64 bits";
+  rngx_params p = rngx_zero_params();
+  p.low = (uint64_t)low, p.range = range;
+  *out = p;
+  return 0;
+}
+
+/* Ranges up to 2^32 (every 8-, 16- and 32-bit range): two words; the sum formed in 32 bits below int64. */
+RNGX_FN uint8_t rngx_randint_element_b8(const rngx_params *p, const uint32_t *w, uint8_t x) {
+  (void)x;
+  return (uint8_t)((uint32_t)p->low + rngx_randint32((uint32_t)p->range, w[0], w[1]));
+}
+RNGX_FN uint16_t rngx_randint_element_b16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return (uint16_t)((uint32_t)p->low + rngx_randint32((uint32_t)p->range, w[0], w[1]));
+}
+RNGX_FN uint32_t rngx_randint_element_b32(const rngx_params *p, const uint32_t *w, uint32_t x) {
+  (void)x;
+  return (uint32_t)p->low + rngx_randint32((uint32_t)p->range, w[0], w[1]);
+}
+RNGX_FN uint64_t rngx_randint_element_b64(const rngx_params *p, const uint32_t *w, uint64_t x) {
+  (void)x;
+  return p->low + rngx_randint32((uint32_t)p->range, w[0], w[1]);
+}
+/* int64 with a range above 2^32: four words. */
+RNGX_FN uint64_t rngx_randint_element_b64_wide(const rngx_params *p, const uint32_t *w, uint64_t x) {
+  (void)x;
+  return p->low + rngx_randint64(p->range, w);
+}
+
+/* ---- exponential: E / rate in double, rounded to the dtype, kept inside its positive finite values ---- */
+
+RNGX_HOST_FN const char *rngx_exponential_params(rngx_dtype dtype, double rate, rngx_params *out) {
+  (void)dtype;
+  if (!(isfinite(rate) && rate > 0)) return "rate must be finite and > 0";
+  rngx_params p = rngx_zero_params();
+  p.rate = rate;
+  *out = p;
+  return 0;
+}
+
+/* E = -ln u with u in (0, 1), never 0 or 1, so E is finite and > 0. float32, float16, bfloat16: one word,
+ * u = (2 w + 1) 2^-33 (odd multiples of 2^-33; the short log). */
+RNGX_FN double rngx_exponential32(uint32_t w) {
+  const double u = (rngx_small_to_f64(w) * 2.0 + 1.0) * 0x1p-33;
+  return -rngx_log(u, 0);
+}
+
+/* float64: two words, m = ((w0 & 0xFFFFF) << 32) | w1 (52 bits), u = (2 m + 1) 2^-53 (the full log). 2 m + 1 < 2^53
+ * in two exact pieces. */
+RNGX_FN double rngx_exponential64(uint32_t w0, uint32_t w1) {
+  const double v = rngx_small_to_f64(w0 & 0xFFFFFu) * 0x1p33 + (rngx_small_to_f64(w1) * 2.0 + 1.0);
+  return -rngx_log(v * 0x1p-53, 1);
+}
+
+/* A value that rounds to 0 becomes the dtype's smallest positive (subnormal) value, one that overflows its largest
+ * finite value. float16 and bfloat16 as bit patterns, `inf` the type's infinity (0x7C00, 0x7F80). */
 RNGX_FN float rngx_exp_clamp_f32(float v) { return v == 0.0f ? 0x1p-149f : v > 0x1.fffffep127f ? 0x1.fffffep127f : v; }
 RNGX_FN uint16_t rngx_exp_clamp_16(uint16_t h, uint16_t inf) { return h == 0 ? 1 : h == inf ? (uint16_t)(inf - 1) : h; }
 RNGX_FN double rngx_exp_clamp_f64(double v) {
   return v == 0.0 ? 0x1p-1074 : v > 0x1.fffffffffffffp+1023 ? 0x1.fffffffffffffp+1023 : v;
+}
+
+RNGX_FN uint16_t rngx_exponential_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_exp_clamp_16(rngx_f32_to_f16_lanes((float)(rngx_exponential32(w[0]) / p->rate)), 0x7C00u);
+}
+RNGX_FN uint16_t rngx_exponential_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_exp_clamp_16(rngx_f32_to_bf16_lanes((float)(rngx_exponential32(w[0]) / p->rate)), 0x7F80u);
+}
+RNGX_FN float rngx_exponential_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  (void)x;
+  return rngx_exp_clamp_f32((float)(rngx_exponential32(w[0]) / p->rate));
+}
+RNGX_FN double rngx_exponential_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)x;
+  return rngx_exp_clamp_f64(rngx_exponential64(w[0], w[1]) / p->rate);
+}
+
+/* ---- multinomial's race: E / w per (draw, category), float64 throughout, the weight w as x ---- */
+
+/* e / w for a weight w > 0 (at most DBL_MAX, so any positive weight beats a zero one), and +inf for w <= 0 or NaN
+ * (never drawn). */
+RNGX_FN double rngx_race_score(double e, double w) {
+  const double q = e / (w > 0 ? w : 1.0);
+  return w > 0 ? (q < 0x1.fffffffffffffp+1023 ? q : 0x1.fffffffffffffp+1023) : rngx_bits_f64(0x7FF0000000000000ull);
+}
+
+RNGX_FN double rngx_race_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)p;
+  return rngx_race_score(rngx_exponential64(w[0], w[1]), x);
 }
 
 #endif

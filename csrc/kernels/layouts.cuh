@@ -1,4 +1,4 @@
-// The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu supplies the per-element math).
+// The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu generates each op's functor from its row).
 //
 // An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
 // (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).

@@ -1,22 +1,18 @@
-/* The ops' C interface over raw pointers: jobs and keys, the layout and key lookups (walk.c), the parameter
- * derivation (params.c) and the per-op CPU loops (loops.c). Each op call fills the logical elements [begin, end)
- * of one output, so callers may split a tensor into any chunks, on any threads, and get the same bits. */
+/* The ops' C interface over raw pointers: jobs and keys, the layout and key lookups (walk.c) and the per-op CPU
+ * loops (loops.c), declared from the op table (csrc/op_table.h); each op's numbers and elements are in elements.h.
+ * Each op call fills the logical elements [begin, end) of one output, so callers may split a tensor into any
+ * chunks, on any threads, and get the same bits. */
 #ifndef RNGX_OPS_H
 #define RNGX_OPS_H
 
 #include <stdint.h>
 
-#include "dists.h"
+#include "../op_table.h"
+#include "elements.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The float types the ops compute in, and the integer widths `bits` writes (signedness does not change bits). */
-typedef enum {
-  RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64,
-  RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64
-} rngx_dtype;
 
 #define RNGX_MAX_DIMS 64
 
@@ -67,71 +63,68 @@ void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l);
 void rngx_global_view(rngx_keys *keys, int ndim, const int64_t *sizes, const int64_t *global_shape,
                       const int64_t *global_start, int64_t *pos_strides);
 
-/* Words each element takes from its key's stream: 2 for float64 and 64-bit bits, else 1. */
-int rngx_words_per_element(rngx_dtype dtype);
-
 /* The key of segment q (logical elements [q * event, (q + 1) * event)) and the stream position of its first
  * element. */
 void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset, uint64_t *pos);
 
-/* The numbers an op's loop reads, derived once from its arguments (docs/stream.md) by the functions below, for
- * the C and the CUDA kernels alike: both then compute the same bits. */
-typedef struct {
-  float lo, width, scale; /* <= 32-bit types: lo + u * width (uniform, noise); x * scale (dropout) */
-  double lo64, width64, scale64;
-  uint32_t keep; /* dropout keeps iff the integer behind u is >= keep, i.e. iff u >= p, exactly */
-  uint64_t keep64;
-  float mean, std;        /* normal, <= 32-bit types: fl32(z) * std + mean in float32 */
-  double mean64, std64;   /* normal, float64 */
-  rngx_tn tn;             /* truncated normal, in double */
-  float tn_lo, tn_hi;     /* truncated normal, <= 32-bit types: the dtype's values nearest inside [a, b] */
-  uint64_t low, range;    /* randint: low + floor(range * x / 2^bits), modulo 2^64 */
-  double rate;            /* exponential: E / rate in double */
-} rngx_params;
+/* ---- from the op table: each kernel's words per element, and the kernel itself ---- */
 
-/* v rounded to a float dtype (through float32 for the 16-bit ones, as torch converts a double), as float32. */
-float rngx_round_to(rngx_dtype dtype, double v);
-rngx_params rngx_uniform_params(rngx_dtype dtype, double low, double high);
-rngx_params rngx_noise_params(double half);
-rngx_params rngx_dropout_params(double p);
-rngx_params rngx_normal_params(double mean, double std);
-/* a < b finite, std > 0 (the glue checks). Returns 0, or -1 when no value of dtype lies in [a, b]. */
-int rngx_truncnorm_params(rngx_dtype dtype, double mean, double std, double a, double b, rngx_params *out);
-/* low + [0, range): the low bits of low + floor(range * x / 2^bits), x of 2 words (64 bits) for range <= 2^32, else 4
- * (128 bits, int64 only); range >= 1 (<= 2^32 for <= 32-bit types). */
-rngx_params rngx_randint_params(int64_t low, uint64_t range);
+/* A row's words by output dtype: (float16, bfloat16, float32, float64) or (8, 16, 32, 64 bits). */
+static inline int rngx_words_by_dtype(rngx_dtype dtype, int f16, int bf16, int f32, int f64) {
+  return dtype == RNGX_FLOAT16 ? f16 : dtype == RNGX_BFLOAT16 ? bf16 : dtype == RNGX_FLOAT32 ? f32 : f64;
+}
+static inline int rngx_words_by_width(rngx_dtype dtype, int b8, int b16, int b32, int b64) {
+  return dtype == RNGX_BITS8 ? b8 : dtype == RNGX_BITS16 ? b16 : dtype == RNGX_BITS32 ? b32 : b64;
+}
+/* A DTYPE_INT row's words (k, narrow, wide): an int64 output whose range exceeds narrow takes the wide form. */
+#define RNGX_WIDE(dtype, p, words) ((dtype) == RNGX_BITS64 && (p)->range > RNGX_PICK(1, words))
+#define RNGX_WORDS_FLOATS(dtype, p, words) rngx_words_by_dtype(dtype, RNGX_UNPACK(words))
+#define RNGX_WORDS_INTS(dtype, p, words) rngx_words_by_width(dtype, RNGX_UNPACK(words))
+#define RNGX_WORDS_INTS_WIDE(dtype, p, words) (RNGX_WIDE(dtype, p, words) ? RNGX_PICK(2, words) : RNGX_PICK(0, words))
+#define RNGX_WORDS_F64(dtype, p, words) ((void)(dtype), RNGX_PICK(0, words))
+/* The element types of each output kind, and each(kernel, <dtype>, T, K, reads) for each of them, K from the
+ * row's words in the same order: the loops (loops.c) and functors (ops_cuda.cu) of a kernel. */
+#define RNGX_TYPES_DTYPE_OPTIONAL FLOATS
+#define RNGX_TYPES_DTYPE_FIRST FLOATS
+#define RNGX_TYPES_DTYPE_INT INTS_WIDE
+#define RNGX_FOR_FLOATS(each, kernel, reads, words)                                                               \
+  each(kernel, f16, uint16_t, RNGX_PICK(0, words), reads)                                                         \
+  each(kernel, bf16, uint16_t, RNGX_PICK(1, words), reads)                                                        \
+  each(kernel, f32, float, RNGX_PICK(2, words), reads)                                                            \
+  each(kernel, f64, double, RNGX_PICK(3, words), reads)
+#define RNGX_FOR_INTS(each, kernel, reads, words)                                                                 \
+  each(kernel, b8, uint8_t, RNGX_PICK(0, words), reads)                                                           \
+  each(kernel, b16, uint16_t, RNGX_PICK(1, words), reads)                                                         \
+  each(kernel, b32, uint32_t, RNGX_PICK(2, words), reads)                                                         \
+  each(kernel, b64, uint64_t, RNGX_PICK(3, words), reads)
+#define RNGX_FOR_INTS_WIDE(each, kernel, reads, words)                                                            \
+  each(kernel, b8, uint8_t, RNGX_PICK(0, words), reads)                                                           \
+  each(kernel, b16, uint16_t, RNGX_PICK(0, words), reads)                                                         \
+  each(kernel, b32, uint32_t, RNGX_PICK(0, words), reads)                                                         \
+  each(kernel, b64, uint64_t, RNGX_PICK(0, words), reads)                                                         \
+  each(kernel, b64_wide, uint64_t, RNGX_PICK(2, words), reads)
+#define RNGX_FOR_F64(each, kernel, reads, words) each(kernel, f64, double, RNGX_PICK(0, words), reads)
+/* A sampler's first argument: whether its kernel reads it. */
+#define RNGX_READS_like 0
+#define RNGX_READS_x 1
 
-/* rate finite and > 0 (the glue checks). */
-rngx_params rngx_exponential_params(double rate);
+/* A sampler's (op_table.h): rngx_<kernel>_words(dtype, p), p from rngx_<kernel>_params (elements.h), and the
+ * kernel on [begin, end) of job. */
+#define RNGX_DECLARE_SAMPLER(name, first, out, kernel, params, args, schema, words, form, fused)                    \
+  static inline int rngx_##kernel##_words(rngx_dtype dtype, const rngx_params *p) {                                 \
+    (void)p;                                                                                                        \
+    return RNGX_CAT(RNGX_WORDS_, RNGX_TYPES_##out)(dtype, p, words);                                              \
+  }                                                                                                                 \
+  void rngx_##kernel(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
+RNGX_SAMPLERS(RNGX_DECLARE_SAMPLER)
+#undef RNGX_DECLARE_SAMPLER
 
-/* Words per element of the ops that take more than rngx_words_per_element (docs/stream.md). */
-int rngx_normal_words(rngx_dtype dtype);   /* 1, float64 2: a pair of elements per 2 (4) words */
-int rngx_truncnorm_words(rngx_dtype dtype); /* 2 */
-/* randint: 2 for a range up to RNGX_RANDINT_NARROW = 2^32 (every 8-, 16- and 32-bit range), 4 for int64 above it. */
-#define RNGX_RANDINT_NARROW 0x100000000ull
-int rngx_randint_words(rngx_dtype dtype, uint64_t range);
-/* Phi(x), the standard normal CDF, with the project's own exp (for the truncated normal's bounds). */
-double rngx_normal_cdf(double x);
-
-void rngx_bits(const rngx_job *job, int64_t begin, int64_t end); /* out: 8/16/32/64-bit integers */
-void rngx_uniform(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-void rngx_quantize_noise(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-/* Also the backward: dropout's gradient is dropout of the incoming gradient with the same state. */
-void rngx_dropout(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-/* out: float dtypes. */
-void rngx_normal(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-void rngx_truncnorm(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-/* out: float dtypes, 1 iff u < p. in == NULL: p is params->keep (keep64), as dropout's; else in holds p per
- * element, in out's dtype. */
-void rngx_bernoulli(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-/* out: 8/16/32/64-bit integers (job->dtype RNGX_BITS*). */
-void rngx_randint(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-
-/* out: float dtypes, E / rate with E = -ln u (docs/stream.md, "exponential"), always positive and finite. */
-void rngx_exponential(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end);
-/* multinomial's race (docs/stream.md, "multinomial"): out and in float64, out = E / in with E the float64
- * exponential of the element's two words; +inf where in <= 0 or NaN. */
-void rngx_race(const rngx_job *job, int64_t begin, int64_t end);
+/* The other ops' elementwise kernels (op_table.h: RNGX_DEVICE_KERNELS, which says what each reads from in). */
+#define RNGX_DECLARE_KERNEL(kernel, types, reads, words)                                                            \
+  static inline int rngx_##kernel##_words(rngx_dtype dtype) { return RNGX_WORDS_##types(dtype, 0, words); }      \
+  void rngx_##kernel(const rngx_job *job, int64_t begin, int64_t end);
+RNGX_DEVICE_KERNELS(RNGX_DECLARE_KERNEL)
+#undef RNGX_DECLARE_KERNEL
 
 /* Key derivation (docs/stream.md, "split and fold_in"): the child of key (s, o) for index d is
  * (r0 | r1 << 32, r2 | r3 << 32) with r = block(s, o + d). `keys` are n contiguous [seed, offset] pairs.

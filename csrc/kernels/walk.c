@@ -238,7 +238,7 @@ void rngx_execute(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t
   rngx_layout l;
   if (begin >= end) return;
   rngx_collapse(job, op->reads_input, &l);
-  const rngx_walk wk = {job, op, &l, op->k ? op->k : rngx_words_per_element(job->dtype), element_size(job->dtype)};
+  const rngx_walk wk = {job, op, &l, op->k, element_size(job->dtype)};
   const int strided = l.so[l.nd - 1] != 1 || (op->reads_input && l.si[l.nd - 1] != 1);
   if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)
     walk_tiles(&wk, begin, end);

@@ -126,14 +126,20 @@ static inline uint64_t ref_element(const op_call *c, rngx_dtype dt, uint64_t see
 }
 
 /* Runs a call's kernel on [begin, end) of a job, its parameters from rngx_*_params (the code under test; test_ops
- * checks them against the spec). */
+ * checks them against the spec). A call they refuse writes nothing (the sentinel shows it). */
 static inline void run_call(const rngx_job *job, const op_call *c, int64_t begin, int64_t end) {
-  rngx_params p;
+  rngx_params p = {0};
   switch (c->op) {
     case OP_BITS: rngx_bits(job, begin, end); break;
-    case OP_UNIFORM: p = rngx_uniform_params(job->dtype, c->a, c->b); rngx_uniform(job, &p, begin, end); break;
-    case OP_NOISE: p = rngx_noise_params(c->a); rngx_quantize_noise(job, &p, begin, end); break;
-    case OP_DROPOUT: p = rngx_dropout_params(c->a); rngx_dropout(job, &p, begin, end); break;
+    case OP_UNIFORM:
+      if (rngx_uniform_params(job->dtype, c->a, c->b, &p) == NULL) rngx_uniform(job, &p, begin, end);
+      break;
+    case OP_NOISE:
+      if (rngx_quantize_noise_params(job->dtype, c->a, &p) == NULL) rngx_quantize_noise(job, &p, begin, end);
+      break;
+    case OP_DROPOUT:
+      if (rngx_dropout_params(job->dtype, c->a, &p) == NULL) rngx_dropout(job, &p, begin, end);
+      break;
   }
 }
 

@@ -159,6 +159,15 @@ static void run(void (*op)(const rngx_job *, const rngx_params *, int64_t, int64
   op(&job, p, 1001, N);
 }
 
+/* bernoulli with p per element, in `in`. */
+static void run_p(rngx_dtype dt, void *out, int64_t stride, const void *in) {
+  const int64_t size = N, strides = stride;
+  const rngx_job job = {.keys = {.seed = 77, .offset = 5, .event = N}, .dtype = dt, .ndim = 1, .sizes = &size,
+                        .out = {out, &strides}, .in = {(void *)in, &strides}};
+  rngx_bernoulli_tensor(&job, 0, 1001);
+  rngx_bernoulli_tensor(&job, 1001, N);
+}
+
 static uint32_t WORDS[4 * N];
 
 static void check_loops(void) {
@@ -168,7 +177,8 @@ static void check_loops(void) {
   static uint16_t h[2 * N], ph[2 * N];
   static uint64_t q[2 * N];
   for (int64_t s = 1; s <= 2; ++s) {
-    rngx_params p = rngx_normal_params(0.25, 1.5);
+    rngx_params p = {0};
+    CHECK(rngx_normal_params(RNGX_FLOAT32, 0.25, 1.5, &p) == NULL);
     run(rngx_normal, &p, RNGX_FLOAT32, f, s, NULL);
     run(rngx_normal, &p, RNGX_FLOAT64, d, s, NULL);
     run(rngx_normal, &p, RNGX_FLOAT16, h, s, NULL);
@@ -191,7 +201,7 @@ static void check_loops(void) {
     }
     CHECK_MSG(ok, "    truncnorm loop, stride %lld\n", (long long)s);
 
-    p = rngx_dropout_params(0.3);
+    CHECK(rngx_bernoulli_params(RNGX_FLOAT32, 0.3, &p) == NULL);
     for (int i = 0; i < 2 * N; ++i) {
       pf[i] = (float)(i % 101) / 100.0f;
       pd[i] = pf[i];
@@ -200,15 +210,15 @@ static void check_loops(void) {
     run(rngx_bernoulli, &p, RNGX_FLOAT32, f, s, NULL);
     ok = 1;
     for (int i = 0; i < N; ++i) ok &= f[i * s] == ((WORDS[i] & 0xFFFFFF) < p.keep ? 1.0f : 0.0f);
-    run(rngx_bernoulli, &p, RNGX_FLOAT32, f, s, pf);
+    run_p(RNGX_FLOAT32, f, s, pf);
     for (int i = 0; i < N; ++i) ok &= f[i * s] == (rngx_u24(WORDS[i]) < pf[i * s] ? 1.0f : 0.0f);
-    run(rngx_bernoulli, &p, RNGX_BFLOAT16, h, s, ph);
+    run_p(RNGX_BFLOAT16, h, s, ph);
     for (int i = 0; i < N; ++i) ok &= h[i * s] == (rngx_u24(WORDS[i]) < rngx_bf16_to_f32(ph[i * s]) ? 0x3F80 : 0);
-    run(rngx_bernoulli, &p, RNGX_FLOAT64, d, s, pd);
+    run_p(RNGX_FLOAT64, d, s, pd);
     for (int i = 0; i < N; ++i) ok &= d[i * s] == (rngx_u53(WORDS[2 * i], WORDS[2 * i + 1]) < pd[i * s] ? 1.0 : 0.0);
     CHECK_MSG(ok, "    bernoulli loops, stride %lld\n", (long long)s);
 
-    p = rngx_randint_params(-1000, 1u << 31 | 12345);
+    CHECK(rngx_randint_params(RNGX_BITS32, INT64_MIN, INT64_MAX, -1000, -1000 + (int64_t)(1u << 31 | 12345), &p) == NULL);
     run(rngx_randint, &p, RNGX_BITS32, f, s, NULL);
     ok = 1;
     for (int i = 0; i < N; ++i) {
@@ -216,13 +226,13 @@ static void check_loops(void) {
       memcpy(&v, &f[i * s], 4);
       ok &= v == (uint32_t)(-1000 + (int64_t)rngx_randint32(1u << 31 | 12345, WORDS[2 * i], WORDS[2 * i + 1]));
     }
-    p = rngx_randint_params(INT64_MIN, UINT64_MAX);
+    CHECK(rngx_randint_params(RNGX_BITS64, INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, &p) == NULL);
     run(rngx_randint, &p, RNGX_BITS64, q, s, NULL);
     for (int i = 0; i < N; ++i) ok &= q[i * s] == (uint64_t)INT64_MIN + rngx_randint64(UINT64_MAX, WORDS + 4 * i);
     /* int64 with a range up to 2^32 takes two words, as the narrower types (2^32 itself: the first word). */
-    static const uint64_t narrow[] = {1000, RNGX_RANDINT_NARROW};
+    static const uint64_t narrow[] = {1000, 1ull << 32};
     for (int c = 0; c < 2; ++c) {
-      p = rngx_randint_params(-((int64_t)1 << 40), narrow[c]);
+      CHECK(rngx_randint_params(RNGX_BITS64, INT64_MIN, INT64_MAX, -((int64_t)1 << 40), -((int64_t)1 << 40) + (int64_t)narrow[c], &p) == NULL);
       run(rngx_randint, &p, RNGX_BITS64, q, s, NULL);
       for (int i = 0; i < N; ++i)
         ok &= q[i * s] == (uint64_t)(-((int64_t)1 << 40)) + rngx_randint32((uint32_t)narrow[c], WORDS[2 * i], WORDS[2 * i + 1]);
@@ -238,7 +248,7 @@ static void check_truncnorm_bounds(void) {
   static const rngx_dtype dts[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c)
     for (size_t t = 0; t < 4; ++t) {
-      rngx_params p;
+      rngx_params p = {0};
       if (rngx_truncnorm_params(dts[t], cases[c][0], cases[c][1], cases[c][2], cases[c][3], &p) != 0) {
         CHECK(dts[t] != RNGX_FLOAT64); /* only a narrow type can lack a value in [a, b] */
         continue;

@@ -92,13 +92,15 @@ int main(void) {
   for (size_t d = 0; d < sizeof DTYPES / sizeof *DTYPES; ++d) {
     const rngx_dtype dt = DTYPES[d];
     for (size_t k = 0; k < sizeof KEYS / sizeof *KEYS; ++k) {
-      const rngx_params uniform = rngx_uniform_params(dt, -3.0, 7.3), noise = rngx_noise_params(0.37);
-      const rngx_params normal = rngx_normal_params(0.25, 3.0);
+      rngx_params uniform = {0}, noise = {0}, normal = {0};
+      CHECK(rngx_uniform_params(dt, -3.0, 7.3, &uniform) == NULL && rngx_quantize_noise_params(dt, 0.37, &noise) == NULL &&
+            rngx_normal_params(dt, 0.25, 3.0, &normal) == NULL);
       check_op(UNIFORM, dt, &uniform, KEYS[k]);
       check_op(NOISE, dt, &noise, KEYS[k]);
       check_op(NORMAL, dt, &normal, KEYS[k]);
       for (double p = 0.0; p <= 1.0; p += 0.25) {
-        const rngx_params drop = rngx_dropout_params(p);
+        rngx_params drop = {0};
+        CHECK(rngx_dropout_params(dt, p, &drop) == NULL);
         check_op(DROPOUT, dt, &drop, KEYS[k]);
         check_op(BERNOULLI, dt, &drop, KEYS[k]);
       }

@@ -382,8 +382,14 @@ static void check_params(void) {
       }
       for (size_t j = 0; j < NV; ++j) {
         const double low = values[i], high = values[j];
-        const rngx_params p = rngx_uniform_params(dt, low, high);
+        rngx_params p = {0};
+        const char *refused = rngx_uniform_params(dt, low, high, &p);
         const float lo = ref_round_to(dt, low), hi = ref_round_to(dt, high), width = ref_round_to(dt, hi - lo);
+        /* refused exactly when low > high or a bound or the width is not finite in the dtype */
+        const int valid = low <= high && (dt == RNGX_FLOAT64 || (isfinite(lo) && isfinite(hi) && isfinite(width)));
+        CHECK_MSG((refused == NULL) == valid, "    uniform_params(%s, %g, %g): %s\n", REF_DTYPE_NAMES[dt], low, high,
+                  refused ? refused : "accepted");
+        if (refused != NULL) continue;
         if (dt == RNGX_FLOAT64) {
           CHECK(p.lo64 == low && p.width64 == high - low);
         } else {
@@ -401,13 +407,15 @@ static void check_params(void) {
   const double halves[] = {0, 0.5, 0.1, 3, 1e-30, 1e38};
   for (size_t i = 0; i < sizeof halves / sizeof *halves; ++i) {
     const double h = halves[i];
-    const rngx_params p = rngx_noise_params(h);
+    rngx_params p = {0};
+    CHECK(rngx_quantize_noise_params(RNGX_FLOAT32, h, &p) == NULL);
     CHECK(p.lo == (float)-h && p.width == (float)(2 * h) && p.lo64 == -h && p.width64 == 2 * h);
   }
   const double ps[] = {0, 0.1, 0.3, 0.5, 1.0 / 3, 0.999, 1, 0x1p-24, 0x1p-25, 0x1p-53, 1 - 0x1p-53};
   for (size_t i = 0; i < sizeof ps / sizeof *ps; ++i) {
     const double q = ps[i];
-    const rngx_params p = rngx_dropout_params(q);
+    rngx_params p = {0};
+    CHECK(rngx_dropout_params(RNGX_FLOAT32, q, &p) == NULL);
     CHECK_MSG(p.keep == (uint32_t)ceil(q * 16777216.0) && p.keep64 == (uint64_t)ceil(q * 9007199254740992.0),
               "    dropout_params(%a): keep %u %llu\n", q, p.keep, (unsigned long long)p.keep64);
     if (q < 1) CHECK(p.scale64 == 1 / (1 - q) && p.scale == (float)(1 / (1 - q)));
@@ -417,9 +425,14 @@ static void check_params(void) {
   }
 }
 
+/* The op table's words (csrc/op_table.h) as the spec gives them: bits and the float ops here. */
 static void check_words_per_element(void) {
-  for (size_t d = 0; d < sizeof ALL_DTYPES / sizeof *ALL_DTYPES; ++d)
-    CHECK(rngx_words_per_element(ALL_DTYPES[d]) == ref_k(ALL_DTYPES[d]));
+  for (size_t d = 0; d < sizeof ALL_DTYPES / sizeof *ALL_DTYPES; ++d) {
+    const rngx_dtype dt = ALL_DTYPES[d];
+    if (ref_is_bits(dt)) CHECK(rngx_bits_words(dt) == ref_k(dt));
+    else CHECK(rngx_uniform_words(dt, NULL) == ref_k(dt) && rngx_quantize_noise_words(dt, NULL) == ref_k(dt) &&
+               rngx_dropout_words(dt, NULL) == ref_k(dt));
+  }
 }
 
 int main(void) {

@@ -100,27 +100,40 @@ static void run_op(op_kind op, const rngx_job *job, int64_t numel, const int64_t
   int64_t begin = 0;
   for (int c = 0;; ++c) {
     const int64_t end = cuts[c] > 0 && cuts[c] < numel ? cuts[c] : numel;
-    rngx_params p;
+    rngx_params p = {0};
     switch (op) {
       case OP_BITS: rngx_bits(job, begin, end); break;
-      case OP_UNIFORM: p = rngx_uniform_params(job->dtype, -1.5, 2.3); rngx_uniform(job, &p, begin, end); break;
-      case OP_NOISE: p = rngx_noise_params(0.5); rngx_quantize_noise(job, &p, begin, end); break;
-      case OP_DROPOUT: p = rngx_dropout_params(0.3); rngx_dropout(job, &p, begin, end); break;
-      case OP_NORMAL: p = rngx_normal_params(0.25, 1.5); rngx_normal(job, &p, begin, end); break;
+      case OP_UNIFORM:
+        CHECK(rngx_uniform_params(job->dtype, -1.5, 2.3, &p) == NULL);
+        rngx_uniform(job, &p, begin, end);
+        break;
+      case OP_NOISE:
+        CHECK(rngx_quantize_noise_params(job->dtype, 0.5, &p) == NULL);
+        rngx_quantize_noise(job, &p, begin, end);
+        break;
+      case OP_DROPOUT:
+        CHECK(rngx_dropout_params(job->dtype, 0.3, &p) == NULL);
+        rngx_dropout(job, &p, begin, end);
+        break;
+      case OP_NORMAL:
+        CHECK(rngx_normal_params(job->dtype, 0.25, 1.5, &p) == NULL);
+        rngx_normal(job, &p, begin, end);
+        break;
       case OP_TRUNCNORM:
-        CHECK(rngx_truncnorm_params(job->dtype, 0.5, 2.0, -1.0, 3.3, &p) == 0);
+        CHECK(rngx_truncnorm_params(job->dtype, 0.5, 2.0, -1.0, 3.3, &p) == NULL);
         rngx_truncnorm(job, &p, begin, end);
         break;
-      case OP_BERNOULLI_P: p = rngx_dropout_params(0.0); rngx_bernoulli(job, &p, begin, end); break;
+      case OP_BERNOULLI_P: rngx_bernoulli_tensor(job, begin, end); break;
       case OP_BERNOULLI: {
         rngx_job scalar = *job; /* no input: p from the parameters */
         scalar.in.data = NULL;
-        p = rngx_dropout_params(0.3);
+        CHECK(rngx_bernoulli_params(job->dtype, 0.3, &p) == NULL);
         rngx_bernoulli(&scalar, &p, begin, end);
         break;
       }
       case OP_RANDINT:
-        p = job->dtype == RNGX_BITS64 ? rngx_randint_params(-5, 0xFFFFFFFFFFFull * 3) : rngx_randint_params(-7, 201);
+        if (job->dtype == RNGX_BITS64) CHECK(rngx_randint_params(job->dtype, INT64_MIN, INT64_MAX, -5, -5 + (int64_t)(0xFFFFFFFFFFFull * 3), &p) == NULL);
+        else CHECK(rngx_randint_params(job->dtype, INT64_MIN, INT64_MAX, -7, 194, &p) == NULL); /* the bits of any width */
         rngx_randint(job, &p, begin, end);
         break;
     }

@@ -10,6 +10,7 @@
 //
 // Every buffer a kernel touches is a Dev copy of the host data ("device" memory). Built with nvcc and
 // -DRNGX_REAL_CUDA (see the comment at the end of this file), the same test runs the kernels on a real GPU.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -213,16 +214,20 @@ Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t se
 
 enum Op { BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE };
 
-// The op's parameters, derived once on the host (rngx_*_params) and read by both kernels.
+// The op's parameters, derived once on the host (rngx_*_params) and read by both kernels. randint's are the
+// kernels' numbers themselves (low, and a range up to 2^64 - 1 from any low).
 rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
-  if (op == UNIFORM) return rngx_uniform_params(dt, a, b);
-  if (op == NOISE) return rngx_noise_params(a);
-  if (op == DROPOUT || op == BERNOULLI) return rngx_dropout_params(a);
-  if (op == NORMAL) return rngx_normal_params(a, b);
-  if (op == RANDINT) return rngx_randint_params((int64_t)a, (uint64_t)b);
-  if (op == EXPONENTIAL) return rngx_exponential_params(a);
   rngx_params p{};
-  if (op == TRUNCNORM && rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p) != 0) std::abort();
+  const char *refused = nullptr;
+  if (op == UNIFORM) refused = rngx_uniform_params(dt, a, b, &p);
+  if (op == NOISE) refused = rngx_quantize_noise_params(dt, a, &p);
+  if (op == DROPOUT) refused = rngx_dropout_params(dt, a, &p);
+  if (op == BERNOULLI) refused = rngx_bernoulli_params(dt, a, &p);
+  if (op == NORMAL) refused = rngx_normal_params(dt, a, b, &p);
+  if (op == EXPONENTIAL) refused = rngx_exponential_params(dt, a, &p);
+  if (op == TRUNCNORM) refused = rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p);
+  if (op == RANDINT) p.low = (uint64_t)(int64_t)a, p.range = (uint64_t)b;
+  if (refused != nullptr) std::abort();
   return p;
 }
 
@@ -234,7 +239,8 @@ void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
   if (op == DROPOUT) rngx_dropout(&job, &p, 0, n);
   if (op == NORMAL) rngx_normal(&job, &p, 0, n);
   if (op == TRUNCNORM) rngx_truncnorm(&job, &p, 0, n);
-  if (op == BERNOULLI || op == BERNOULLI_P) rngx_bernoulli(&job, &p, 0, n);
+  if (op == BERNOULLI) rngx_bernoulli(&job, &p, 0, n);
+  if (op == BERNOULLI_P) rngx_bernoulli_tensor(&job, 0, n);
   if (op == RANDINT) rngx_randint(&job, &p, 0, n);
   if (op == EXPONENTIAL) rngx_exponential(&job, &p, 0, n);
   if (op == RACE) rngx_race(&job, 0, n);
@@ -247,7 +253,8 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
   if (op == NOISE) return rngx_cuda_quantize_noise(&job, nullptr, &p);
   if (op == NORMAL) return rngx_cuda_normal(&job, nullptr, &p);
   if (op == TRUNCNORM) return rngx_cuda_truncnorm(&job, nullptr, &p);
-  if (op == BERNOULLI || op == BERNOULLI_P) return rngx_cuda_bernoulli(&job, nullptr, &p);
+  if (op == BERNOULLI) return rngx_cuda_bernoulli(&job, nullptr, &p);
+  if (op == BERNOULLI_P) return rngx_cuda_bernoulli_tensor(&job, nullptr);
   if (op == RANDINT) return rngx_cuda_randint(&job, nullptr, &p);
   if (op == EXPONENTIAL) return rngx_cuda_exponential(&job, nullptr, &p);
   if (op == RACE) return rngx_cuda_race(&job, nullptr);
@@ -443,9 +450,10 @@ rngx_dtype kat_dtype(const std::string &d) {
   return RNGX_BITS64;
 }
 
-// The input of the ops that read one (tests/kat/kat.py: input_values) at row-major index i of the global tensor.
-void kat_input(rngx_dtype dt, int64_t i, unsigned char *p) {
-  const double v = (double)((i * 7) % 11 - 5) * 0.375;
+// The input of the ops that read one at row-major index i of the global tensor (tests/kat/kat.py: input_values;
+// bernoulli_tensor's p: probabilities).
+void kat_input(rngx_dtype dt, int64_t i, unsigned char *p, bool probability = false) {
+  const double v = probability ? (double)((i * 5) % 9) / 8 : (double)((i * 7) % 11 - 5) * 0.375;
   const float f = (float)v;
   const uint16_t h = dt == RNGX_FLOAT16 ? rngx_f32_to_f16(f) : rngx_f32_to_bf16(f);
   if (dt == RNGX_FLOAT64) std::memcpy(p, &v, 8);
@@ -453,10 +461,93 @@ void kat_input(rngx_dtype dt, int64_t i, unsigned char *p) {
   else std::memcpy(p, &h, 2);
 }
 
+// A job over `sizes` (row-major output; `in` read with in_strides, or row-major) with one key in "device" memory,
+// or one per index of dim 0 (nkeys == 2). Points into itself: not copied.
+struct KatJob {
+  std::vector<int64_t> sizes, strides, in_strides, key_strides{2};
+  rngx_job job{};
+  KatJob(rngx_dtype dt, std::vector<int64_t> shape, const int64_t *pairs, int nkeys, void *out, void *in,
+         std::vector<int64_t> in_str)
+      : sizes(std::move(shape)), strides(row_major(sizes)), in_strides(in_str.empty() ? strides : std::move(in_str)) {
+    job.dtype = dt;
+    job.ndim = (int)sizes.size();
+    job.sizes = sizes.data();
+    job.out = {out, strides.data()};
+    job.in = {in, in_strides.data()};
+    job.keys.pairs = pairs;
+    job.keys.event = 1;
+    for (size_t d = nkeys == 2 ? 1 : 0; d < sizes.size(); ++d) job.keys.event *= sizes[d];
+    if (nkeys == 2) job.keys.key_dims = 1, job.keys.key_strides = key_strides.data();
+  }
+  KatJob(const KatJob &) = delete;
+};
+
+// randperm, multinomial, split and fold_in (not elementwise): their kernels (bits, race, split, fold_in), then the
+// sort or argmin the Python layer does (tests/kat/kat.py: _not_elementwise), on the host.
+std::vector<uint64_t> kat_not_elementwise(const rngx_kat_case &c) {
+  const std::string op = c.op;
+  const std::vector<int64_t> pairs(c.keys, c.keys + 2 * c.nkeys);
+  const Dev<int64_t> d_pairs(pairs);
+  const int64_t n = c.shape[c.ndim - 1], rows = c.nkeys;
+  std::vector<uint64_t> got;
+  if (op == "split" || op == "fold_in") {
+    const std::vector<int64_t> data(1, (int64_t)c.u0);
+    const Dev<int64_t> d_data(data), d_out(std::vector<int64_t>(op == "split" ? 2 * rows * c.u0 : 2 * rows, -7));
+    const int rc = op == "split" ? rngx_cuda_split(d_pairs.get(), rows, (int64_t)c.u0, d_out.get(), nullptr)
+                                 : rngx_cuda_fold_in(d_pairs.get(), rows, d_data.get(), 0, d_out.get(), nullptr);
+    CHECK(rc == 0);
+    for (int64_t v : d_out.read()) got.push_back((uint64_t)v);
+    return got;
+  }
+  if (op == "randperm") {  // the int64 bits of (rows, n), each row's indices sorted by them (stable)
+    const Dev<int64_t> d_out(std::vector<int64_t>(rows * n));
+    KatJob kj(RNGX_BITS64, rows == 2 ? std::vector<int64_t>{2, n} : std::vector<int64_t>{n}, d_pairs.get(), c.nkeys,
+              d_out.get(), nullptr, {});
+    CHECK(rngx_cuda_bits(&kj.job, nullptr) == 0);
+    const std::vector<int64_t> keys = d_out.read();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> idx(n);
+      for (int64_t i = 0; i < n; ++i) idx[i] = i;
+      std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return keys[r * n + a] < keys[r * n + b]; });
+      for (int64_t i : idx) got.push_back(std::string(c.dtype) == "float16" ? rngx_f32_to_f16((float)i) : (uint64_t)i);
+    }
+    return got;
+  }
+  // multinomial: the race's scores (rows, D, C) over float64 weights (rows, C) read with stride 0 across D, then
+  // per (row, draw) the argmin (with replacement, D = n), or per row the n smallest in order (without, D = 1)
+  const bool replacement = c.p0 != 0;
+  const int64_t C = 9, D = replacement ? n : 1;
+  std::vector<double> w(rows * C);
+  for (int64_t i = 0; i < rows * C; ++i) w[i] = (double)((i * 7) % 5) / 4;
+  const Dev<double> d_w(w), d_out(std::vector<double>(rows * D * C));
+  KatJob kj(RNGX_FLOAT64, {rows, D, C}, d_pairs.get(), c.nkeys, d_out.get(), d_w.get(), {C, 0, 1});
+  CHECK(rngx_cuda_race(&kj.job, nullptr) == 0);
+  const std::vector<double> score = d_out.read();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (replacement) {
+      for (int64_t d = 0; d < D; ++d) {
+        const double *s = &score[(r * D + d) * C];
+        got.push_back((uint64_t)(std::min_element(s, s + C) - s));
+      }
+      continue;
+    }
+    std::vector<int64_t> idx(C);
+    for (int64_t i = 0; i < C; ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return score[r * C + a] < score[r * C + b]; });
+    for (int64_t i = 0; i < n; ++i) got.push_back((uint64_t)idx[i]);
+  }
+  return got;
+}
+
 // Each case's params as the Python layer derives them (rngx_*_params), then the CUDA kernel, its bits compared.
 void check_kat() {
   for (const rngx_kat_case &c : RNGX_KAT) {
     const std::string op = c.op;
+    if (op == "randperm" || op == "multinomial" || op == "split" || op == "fold_in") {
+      const std::vector<uint64_t> got = kat_not_elementwise(c);
+      CHECK_MSG(got == std::vector<uint64_t>(c.bits, c.bits + c.n), "  %s: the CUDA kernels' values differ\n", c.name);
+      continue;
+    }
     const rngx_dtype dt = kat_dtype(c.dtype);
     const int64_t es = elem_size(dt);
     const bool view = c.global_shape[0] != 0;
@@ -466,7 +557,8 @@ void check_kat() {
     std::vector<unsigned char> in(n * es), out(n * es, 0xAB);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = c.ndim == 2 ? i / c.shape[1] : 0, col = c.ndim == 2 ? i % c.shape[1] : i;
-      kat_input(dt, view ? (c.global_start[0] + r) * c.global_shape[1] + c.global_start[1] + col : i, &in[i * es]);
+      kat_input(dt, view ? (c.global_start[0] + r) * c.global_shape[1] + c.global_start[1] + col : i, &in[i * es],
+                op == "bernoulli_tensor");
     }
     const std::vector<int64_t> pairs(c.keys, c.keys + 2 * c.nkeys);
     const Dev<int64_t> d_pairs(pairs);
@@ -486,19 +578,24 @@ void check_kat() {
     if (view) rngx_global_view(&job.keys, c.ndim, c.shape, c.global_shape, c.global_start, pos.data());
     rngx_params p{};
     int rc = -1;
+    const auto accepted = [](const char *refused) { return refused == nullptr; };  // the derivation accepts
     if (op == "bits") rc = rngx_cuda_bits(&job, nullptr);
-    if (op == "uniform") p = rngx_uniform_params(dt, c.p0, c.p1), rc = rngx_cuda_uniform(&job, nullptr, &p);
-    if (op == "quantize_noise") p = rngx_noise_params(c.p0), rc = rngx_cuda_quantize_noise(&job, nullptr, &p);
-    if (op == "dropout") p = rngx_dropout_params(c.p0), rc = rngx_cuda_dropout(&job, nullptr, &p);
-    if (op == "normal") p = rngx_normal_params(c.p0, c.p1), rc = rngx_cuda_normal(&job, nullptr, &p);
-    if (op == "truncated_normal" && rngx_truncnorm_params(dt, c.p0, c.p1, c.p2, c.p3, &p) == 0)
+    if (op == "uniform" && accepted(rngx_uniform_params(dt, c.p0, c.p1, &p))) rc = rngx_cuda_uniform(&job, nullptr, &p);
+    if (op == "quantize_noise" && accepted(rngx_quantize_noise_params(dt, c.p0, &p)))
+      rc = rngx_cuda_quantize_noise(&job, nullptr, &p);
+    if (op == "dropout" && accepted(rngx_dropout_params(dt, c.p0, &p))) rc = rngx_cuda_dropout(&job, nullptr, &p);
+    if (op == "normal" && accepted(rngx_normal_params(dt, c.p0, c.p1, &p))) rc = rngx_cuda_normal(&job, nullptr, &p);
+    if (op == "truncated_normal" && accepted(rngx_truncnorm_params(dt, c.p0, c.p1, c.p2, c.p3, &p)))
       rc = rngx_cuda_truncnorm(&job, nullptr, &p);
-    if (op == "bernoulli") {
+    if (op == "bernoulli" && accepted(rngx_bernoulli_params(dt, c.p0, &p))) {
       job.in.data = nullptr;
-      p = rngx_dropout_params(c.p0), rc = rngx_cuda_bernoulli(&job, nullptr, &p);
+      rc = rngx_cuda_bernoulli(&job, nullptr, &p);
     }
-    if (op == "randint")
-      p = rngx_randint_params((int64_t)c.p0, (uint64_t)(c.p1 - c.p0)), rc = rngx_cuda_randint(&job, nullptr, &p);
+    if (op == "randint" && accepted(rngx_randint_params(dt, INT64_MIN, INT64_MAX, (int64_t)c.p0, (int64_t)c.p1, &p)))
+      rc = rngx_cuda_randint(&job, nullptr, &p);
+    if (op == "bernoulli_tensor") rc = rngx_cuda_bernoulli_tensor(&job, nullptr);
+    if (op == "exponential" && accepted(rngx_exponential_params(dt, c.p0, &p)))
+      rc = rngx_cuda_exponential(&job, nullptr, &p);
     CHECK_MSG(rc == 0, "  %s: not run\n", c.name);
     const std::vector<unsigned char> got = d_out.read();
     bool ok = c.n == n;

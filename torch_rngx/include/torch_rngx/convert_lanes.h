@@ -1,0 +1,1 @@
+../../../csrc/kernels/convert_lanes.h
