@@ -1,11 +1,11 @@
 """One declaration per sampling op: everything the Python layer derives per op comes from SPECS.
 
-An Op names an rngx op drawing elementwise for one tensor argument (the schema lives in csrc/library.cpp) and
+An Op names an rngx op drawing elementwise for one tensor argument (the schema lives in csrc/op_table.h) and
 carries its argument check, the stream words one element takes, its derivative and sample arguments for opcheck.
-From it come the fake kernels and autograd formulas (_ops.py), the autograd.Functions and their vmap rule
-(_autograd.py), the DTensor rules (distributed.py), blocks_used and words_per_element (functional.py) and
-testing.opcheck_all's samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim of the key)
-and one DTensor rule (this rank's block through the global view).
+From it come the fake kernels and autograd kernels (_ops.py), the autograd.Functions and their vmap rule
+(_functions.py), the calls' routes (_router.py), the DTensor rules (distributed.py), blocks_used and
+words_per_element (functional.py) and testing.opcheck_all's samples. Every op here shares one vmap rule (a vmapped
+dim is one more batch dim of the key) and one DTensor rule (this rank's block through the global view).
 """
 
 from __future__ import annotations
@@ -126,28 +126,28 @@ RANDINT_NARROW = 1 << 32  # randint takes 2 words per element up to this range, 
 SPECS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)], fused="uniform_from_"),
+        Op("uniform", _checks.like_interval, examples=lambda x: [(-1.5, 2.0, None)], fused="uniform_from_"),
         Op(
             "quantize_noise",
-            _checks.for_noise,
+            _checks.x_half,
             input="x",
             derivative="identity",
             examples=lambda x: [(0.5,)],
             fused="quantize_noise_from_",
         ),
-        Op("dropout", _checks.for_dropout, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
-        Op("normal", _checks.for_normal, examples=lambda x: [(0.5, 2.0, None)], fused="normal_from_"),
+        Op("dropout", _checks.x_p, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
+        Op("normal", _checks.like_mean_std, examples=lambda x: [(0.5, 2.0, None)], fused="normal_from_"),
         Op(
             "truncated_normal",
             _truncated_normal_check,
             words={d: 2 for d in _checks.FLOAT_DTYPES},
             examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)],
         ),
-        Op("bernoulli", _checks.for_bernoulli, examples=lambda x: [(0.3,)], fused="bernoulli_from_"),
-        Op("bernoulli_tensor", _checks.for_bernoulli, examples=_probabilities_like),
+        Op("bernoulli", _checks.like_p, examples=lambda x: [(0.3,)], fused="bernoulli_from_"),
+        Op("bernoulli_tensor", _checks.like_p, examples=_probabilities_like),
         Op(
             "randint",
-            _checks.for_randint,
+            _checks.like_int_range,
             words={d: 2 for d in _RANDINT_DTYPES},
             wide={torch.int64: 4},
             dtypes=_RANDINT_DTYPES,
@@ -155,7 +155,7 @@ SPECS: dict[str, Op] = {
             input_dtypes=(torch.float32,),
             fused="randint_from_",
         ),
-        Op("exponential", _checks.for_exponential, examples=lambda x: [(1.5, None)]),
+        Op("exponential", _checks.like_rate, examples=lambda x: [(1.5, None)]),
     )
 }
 
