@@ -11,7 +11,7 @@
 // headers; the library macros and shim functions carry none, and are in 2.10's headers, the oldest we build
 // against): aoti_torch_library_init_def and aoti_torch_library_def (<= 2.10), STABLE_TORCH_LIBRARY_IMPL and
 // StableLibrary::impl (which calls torch_library_impl from 2.10) and TORCH_BOX (<= 2.10); torch::stable::clone
-// and copy_ (2.9); torch::stable::new_empty(Tensor, size) (2.10); torch::stable::to(Tensor, Device) (2.10).
+// and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10); aoti_torch_empty_strided (<= 2.10).
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -35,6 +35,16 @@ using rngx_glue::Tensor;
 
 // The one lock of every state's step.
 std::mutex take_mutex;
+
+// An uninitialized int64 CPU tensor of shape (2,), for a key.
+Tensor cpu_key() {
+  const int64_t size = 2, stride = 1;
+  AtenTensorHandle out = nullptr;
+  STD_TORCH_CHECK(aoti_torch_empty_strided(1, &size, &stride, aoti_torch_dtype_int64(), aoti_torch_device_type_cpu(), 0,
+                                           &out) == AOTI_TORCH_SUCCESS,
+                  "rngx: cannot allocate a key");
+  return Tensor(out);
+}
 
 void step_in_place(int64_t* s, uint64_t blocks) {
   s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // wraps modulo 2^64
@@ -72,7 +82,7 @@ Tensor take_(Tensor state, int64_t blocks) {
   const int replayed = journal->replay(owner, key.data(), why, sizeof why);
   STD_TORCH_CHECK(replayed >= 0, why);
   if (replayed == 1) {
-    taken = torch::stable::new_empty(state, {2});
+    taken = cpu_key();
     std::copy(key.begin(), key.end(), static_cast<int64_t*>(taken.mutable_data_ptr()));
     return taken;
   }
@@ -102,14 +112,18 @@ const struct DefineOps {
 
 // The caller checks the state (take_, ops.cpp's fused ops).
 std::array<int64_t, 2> rngx_glue::take_key(Tensor& state, uint64_t blocks, Tensor* taken) {
-  std::lock_guard<std::mutex> lock(take_mutex);
-  if (taken != nullptr) *taken = torch::stable::clone(state);
   if (state.is_cpu()) {
+    // The key's tensor is allocated before the lock, directly (a clone would be one more dispatcher call).
+    if (taken != nullptr) *taken = cpu_key();
+    std::lock_guard<std::mutex> lock(take_mutex);
     auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
     const std::array<int64_t, 2> key{s[0], s[1]};
     step_in_place(s, blocks);
+    if (taken != nullptr) std::copy(key.begin(), key.end(), static_cast<int64_t*>(taken->mutable_data_ptr()));
     return key;
   }
+  std::lock_guard<std::mutex> lock(take_mutex);
+  if (taken != nullptr) *taken = torch::stable::clone(state);
   // A device state: step a host copy, then write it back (copy_ is ordered on the device's current stream).
   Tensor host = torch::stable::to(state, torch::stable::Device(torch::headeronly::DeviceType::CPU), false, true);
   auto* s = static_cast<int64_t*>(host.mutable_data_ptr());

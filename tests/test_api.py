@@ -1,4 +1,6 @@
 """The public stateful API: Generator, rand_like, uniform_like, quantize, dropout, nn.Dropout."""
+import os
+
 import pytest
 import torch
 from conftest import make_state, recompute
@@ -283,3 +285,34 @@ def test_help_shows_types_that_are_defined():
             assert not any(isinstance(a, str) for a in annotations), (f"{module.__name__}.{name}", sig)
     assert "generator: Union[torch_rngx.generator.Generator, torch_rngx.generator.RNG, NoneType]" in pydoc.render_doc(
         torch_rngx.dropout)
+
+
+def _package_frames(call):
+    """(function, file) of every Python frame of torch_rngx that one call enters, in order (sys.setprofile)."""
+    import sys
+
+    package = os.path.dirname(torch_rngx.__file__) + os.sep
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            frames.append((frame.f_code.co_name, os.path.basename(frame.f_code.co_filename)))
+
+    call()  # warm: caches filled
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return frames
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_stateful_call_crosses_few_frames(grad):
+    """torch_rngx.dropout(x, 0.1, generator=g) goes from the public function through its check and the router to the
+    op (and the node with a gradient): at most 8 frames of the package, in at most 4 files (issue 31)."""
+    x = torch.randn(64, requires_grad=grad)
+    g = torch_rngx.Generator(0)
+    frames = _package_frames(lambda: torch_rngx.dropout(x, 0.1, generator=g))
+    files = {f for _, f in frames}
+    assert len(frames) <= 8 and len(files) <= 4, frames

@@ -13,7 +13,7 @@ Each call takes one of four routes:
 - compiled (torch.compile traces the ops themselves: a state's step is rngx::take_, a fresh seed rngx::seed_state);
 - torch.func (the autograd.Functions of _functions.py, whose vmap rules follow the randomness flag);
 - plain eager: the bare step (or, for a small CPU tensor with no gradient, the op's fused form: the step and the draw
-  in one call) and the op below autograd, with its node (_functions.NODE) only when a gradient flows;
+  in one call, a fresh seed's scratch state for generator=None) and the op below autograd, with its node (_functions.NODE) only when a gradient flows;
 - eager with a checkpoint, a backward pass or the key-reuse checker running: the step through the checkpoint journal,
   and the key-reuse checker told what the call reads.
 """
@@ -104,17 +104,19 @@ def draw(kind, x, generator, *params):
     if _reuse.active is not None or top_saved_tensors_hooks(False) is not None or current_graph_task_id() != -1:
         # the key-reuse checker, a checkpoint's journal or a backward pass: the step as graphs record it
         return _eager(kind, x, _functions.drawn_key(owner, numel, dtype, kind, params), params)
-    if owner is None:
-        return _eager(kind, x, _step.fresh_seed(), params)
-    if (
+    if (  # a small CPU tensor with no gradient: the step (under the C++ lock) and the draw in one call
         spec.fused is not None
         and numel <= FUSED_MAX
         and params[-2] is None
-        and owner.is_cpu
         and x.is_cpu
         and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
     ):
-        return _FUSED[kind](owner, x, *params[:-2])  # one call: the step, under the C++ lock, and the draw
+        if owner is None:
+            return _FUSED[kind](_step.scratch_seed(), x, *params[:-2])
+        if owner.is_cpu:
+            return _FUSED[kind](owner, x, *params[:-2])
+    if owner is None:
+        return _eager(kind, x, _step.fresh_seed(), params)
     words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
     return _eager(kind, x, _STEP(owner, (numel * words + 3) // 4), params)
 

@@ -51,6 +51,20 @@ def fresh_seed():
     return torch.empty(2, dtype=torch.int64).random_()
 
 
+_scratch = threading.local()
+
+
+def scratch_seed():
+    """fresh_seed()'s values in this thread's scratch tensor, as the state of a fused op (uniform_from_, ...), which
+    reads the key and moves the offset past it: a call with generator=None then makes one tensor op less. The
+    tensor is made outside inference mode, so that any later call may refill it."""
+    seed = getattr(_scratch, "seed", None)
+    if seed is None:
+        with torch.inference_mode(False):
+            seed = _scratch.seed = torch.empty(2, dtype=torch.int64)
+    return seed.random_()
+
+
 def key(owner, blocks):
     """The key for a call that reads `blocks` blocks, as graphs record it: owner's step (rngx::take_) or, for owner
     None, a fresh seed (rngx::seed_state). Inside a checkpoint both are journaled, and a recomputation replays them."""
