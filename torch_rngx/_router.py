@@ -12,8 +12,9 @@ state (an nn module's own buffer): a state advances in place by blocks_used(nume
 Each call takes one of four routes:
 - compiled (torch.compile traces the ops themselves: a state's step is rngx::take_, a fresh seed rngx::seed_state);
 - torch.func (the autograd.Functions of _functions.py, whose vmap rules follow the randomness flag);
-- plain eager: the bare step (or, for a small CPU tensor with no gradient, the op's fused form: the step and the draw
-  in one call, a fresh seed's scratch state for generator=None) and the op below autograd, with its node (_functions.NODE) only when a gradient flows;
+- plain eager: the bare step and the op below autograd, with its node (_functions.NODE) only when a gradient flows;
+  for a small CPU tensor with no gradient, the op's fused form instead (the step and the draw in one call; for
+  generator=None, on a scratch state holding a fresh seed);
 - eager with a checkpoint, a backward pass or the key-reuse checker running: the step through the checkpoint journal,
   and the key-reuse checker told what the call reads.
 """
