@@ -2,19 +2,24 @@
 // Loading the shared library alone (torch.ops.load_library, or dlopen in a C++ program such as AOTInductor's
 // runtime) defines the ops; the per-device kernels are registered in ops.cpp (CPU) and ops_cuda.cpp (CUDA).
 //
-// Python (torch_rngx/_ops.py) adds what the stable ABI cannot express at our target version, 2.10: seed_state
-// (its nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12), fake kernels (a C++ Meta kernel
-// would bar torch.library.register_fake), autograd formulas, vmap rules, and a journaling take_ for checkpointing.
+// Python adds what the stable ABI cannot express at our target version, 2.10: seed_state (its
+// nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12; torch_rngx/_step.py), fake kernels (a C++
+// Meta kernel would bar torch.library.register_fake), autograd formulas and vmap rules (torch_rngx/_ops.py), and
+// the checkpoint journal that take_ consults (journal.h, torch_rngx/_replay.py).
 //
 // Stable-ABI calls relied on, with the first torch that has each (the "Minimum compatible version" of torch's
 // headers; the library macros and shim functions carry none, and are in 2.10's headers, the oldest we build
 // against): aoti_torch_library_init_def and aoti_torch_library_def (<= 2.10), STABLE_TORCH_LIBRARY_IMPL and
 // StableLibrary::impl (which calls torch_library_impl from 2.10) and TORCH_BOX (<= 2.10); torch::stable::clone
-// and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10).
+// and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10); aoti_torch_empty_strided (<= 2.10).
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
 #include "glue.h"
+#include "journal.h"
+
+const rngx_journal* rngx_journal_hooks = nullptr;
 
 namespace {
 
@@ -34,23 +39,60 @@ using rngx_glue::Tensor;
 // The one lock of every state's step.
 std::mutex take_mutex;
 
+// An uninitialized int64 CPU tensor of shape (2,), for a key.
+Tensor cpu_key() {
+  const int64_t size = 2, stride = 1;
+  AtenTensorHandle out = nullptr;
+  STD_TORCH_CHECK(aoti_torch_empty_strided(1, &size, &stride, aoti_torch_dtype_int64(), aoti_torch_device_type_cpu(), 0,
+                                           &out) == AOTI_TORCH_SUCCESS,
+                  "rngx: cannot allocate a key");
+  return Tensor(out);
+}
+
 void step_in_place(int64_t* s, uint64_t blocks) {
   s[1] = static_cast<int64_t>(static_cast<uint64_t>(s[1]) + blocks);  // wraps modulo 2^64
 }
 
-Tensor step(const char* op, Tensor& state, int64_t blocks) {
+void check_step(const char* op, const Tensor& state, int64_t blocks) {
   rngx_glue::check_state(state);
   STD_TORCH_CHECK(state.scalar_type() == torch::headeronly::ScalarType::Long && state.dim() == 1 &&
                       state.size(0) == 2,
                   op, ": state must be a Generator's: an int64 tensor of shape (2,) = [seed, offset]");
   STD_TORCH_CHECK(blocks >= 0, op, ": blocks must be >= 0, got ", blocks);
+}
+
+Tensor step_(Tensor state, int64_t blocks) {
+  check_step("rngx.step_", state, blocks);
   Tensor taken;
   rngx_glue::take_key(state, static_cast<uint64_t>(blocks), &taken);
   return taken;
 }
 
-Tensor take_(Tensor state, int64_t blocks) { return step("rngx.take_", state, blocks); }
-Tensor step_(Tensor state, int64_t blocks) { return step("rngx.step_", state, blocks); }
+// The step as graphs record it: a CPU state asks the checkpoint journal first, when one may be open (journal.h); a
+// recomputation then gets the recorded key back and the state does not move. A device state in a process with
+// Python has take_'s Python kernel (torch_rngx/_step.py), which steps it on the device without a host sync.
+Tensor take_(Tensor state, int64_t blocks) {
+  check_step("rngx.take_", state, blocks);
+  const rngx_journal* journal = rngx_journal_hooks;
+  Tensor taken;
+  if (journal == nullptr || !state.is_cpu() || !journal->open()) {
+    rngx_glue::take_key(state, static_cast<uint64_t>(blocks), &taken);
+    return taken;
+  }
+  const void* owner = state.const_data_ptr();
+  std::array<int64_t, 2> key{};
+  char why[2048] = "";
+  const int replayed = journal->replay(owner, key.data(), why, sizeof why);
+  STD_TORCH_CHECK(replayed >= 0, why);
+  if (replayed == 1) {
+    taken = cpu_key();
+    std::copy(key.begin(), key.end(), static_cast<int64_t*>(taken.mutable_data_ptr()));
+    return taken;
+  }
+  key = rngx_glue::take_key(state, static_cast<uint64_t>(blocks), &taken);
+  STD_TORCH_CHECK(journal->record(owner, key.data(), why, sizeof why) == 0, why);
+  return taken;
+}
 
 // What STABLE_TORCH_LIBRARY(rngx, m) does, with its errors handled. The macro's constructor ignores a failed init
 // and then defines through a null handle: a crash when another copy of this library, loaded from another path,
@@ -73,14 +115,18 @@ const struct DefineOps {
 
 // The caller checks the state (take_, ops.cpp's fused ops).
 std::array<int64_t, 2> rngx_glue::take_key(Tensor& state, uint64_t blocks, Tensor* taken) {
-  std::lock_guard<std::mutex> lock(take_mutex);
-  if (taken != nullptr) *taken = torch::stable::clone(state);
   if (state.is_cpu()) {
+    // The key's tensor is allocated before the lock, directly (a clone would be one more dispatcher call).
+    if (taken != nullptr) *taken = cpu_key();
+    std::lock_guard<std::mutex> lock(take_mutex);
     auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
     const std::array<int64_t, 2> key{s[0], s[1]};
     step_in_place(s, blocks);
+    if (taken != nullptr) std::copy(key.begin(), key.end(), static_cast<int64_t*>(taken->mutable_data_ptr()));
     return key;
   }
+  std::lock_guard<std::mutex> lock(take_mutex);
+  if (taken != nullptr) *taken = torch::stable::clone(state);
   // A device state: step a host copy, then write it back (copy_ is ordered on the device's current stream).
   Tensor host = torch::stable::to(state, torch::stable::Device(torch::headeronly::DeviceType::CPU), false, true);
   auto* s = static_cast<int64_t*>(host.mutable_data_ptr());

@@ -1,12 +1,14 @@
 /* The CPython module. Importing it runs the static op registrations (library.cpp, ops.cpp). It exports the op
- * table's rows (op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call form,
- * and the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path.
+ * table's rows (op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call form;
+ * the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
+ * set_journal, which hands the C++ step the checkpoint journal (journal.h).
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
 #include <Python.h>
 #include <stdint.h>
 
+#include "journal.h"
 #include "kernels/simd.h"
 #include "op_table.h"
 
@@ -126,6 +128,74 @@ static PyObject *set_simd(PyObject *self, PyObject *args) {
   return NULL;
 }
 
+/* ---- the checkpoint journal (journal.h), in Python: torch_rngx/_step.py gives it through set_journal ---- */
+static PyObject *hooks_on_stack; /* torch's top saved-tensor hooks (None when there are none), given False */
+static PyObject *graph_task;     /* torch's running backward pass: -1 outside one */
+static PyObject *replay_draw, *record_draw, *py_false, *py_none;
+
+/* The Python exception being raised, as text in message; clears it. */
+static void take_message(char *message, size_t size) {
+  PyObject *type, *value, *trace;
+  PyErr_Fetch(&type, &value, &trace);
+  PyObject *text = value != NULL ? PyObject_Str(value) : NULL;
+  PyObject *utf8 = text != NULL ? PyUnicode_AsUTF8String(text) : NULL;
+  snprintf(message, size, "%s", utf8 != NULL ? PyBytes_AsString(utf8) : "torch_rngx: the checkpoint journal failed");
+  Py_XDECREF(utf8), Py_XDECREF(text), Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(trace);
+  PyErr_Clear();
+}
+
+static int journal_open(void) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int open = 1; /* a test that fails takes the journal's path, whose Python raises what went wrong */
+  PyObject *hooks = PyObject_CallFunctionObjArgs(hooks_on_stack, py_false, NULL);
+  if (hooks == py_none) {
+    PyObject *task = PyObject_CallFunctionObjArgs(graph_task, NULL);
+    open = task == NULL || PyLong_AsLongLong(task) != -1;
+    Py_XDECREF(task);
+  }
+  Py_XDECREF(hooks);
+  PyErr_Clear();
+  PyGILState_Release(gil);
+  return open;
+}
+
+static int journal_replay(const void *owner, int64_t key[2], char *message, size_t size) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject *got = PyObject_CallFunction(replay_draw, "K", (unsigned long long)(uintptr_t)owner);
+  long long seed = 0, offset = 0;
+  int answer = got == NULL ? -1 : got == py_none ? 0 : PyArg_ParseTuple(got, "LL", &seed, &offset) ? 1 : -1;
+  if (answer < 0) take_message(message, size);
+  key[0] = seed, key[1] = offset;
+  Py_XDECREF(got);
+  PyGILState_Release(gil);
+  return answer;
+}
+
+static int journal_record(const void *owner, const int64_t key[2], char *message, size_t size) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject *done = PyObject_CallFunction(record_draw, "KLL", (unsigned long long)(uintptr_t)owner, (long long)key[0],
+                                         (long long)key[1]);
+  if (done == NULL) take_message(message, size);
+  Py_XDECREF(done);
+  PyGILState_Release(gil);
+  return done == NULL ? -1 : 0;
+}
+
+static const rngx_journal journal = {journal_open, journal_replay, journal_record};
+
+static PyObject *set_journal(PyObject *self, PyObject *args) {
+  PyObject *hooks, *task, *replay, *record;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "OOOO", &hooks, &task, &replay, &record)) return NULL;
+  if (rngx_journal_hooks == NULL) { /* once: the step reads these without a lock */
+    Py_INCREF(hooks), Py_INCREF(task), Py_INCREF(replay), Py_INCREF(record);
+    hooks_on_stack = hooks, graph_task = task, replay_draw = replay, record_draw = record;
+    py_false = PyBool_FromLong(0), py_none = Py_BuildValue("");
+    rngx_journal_hooks = &journal;
+  }
+  return Py_BuildValue("");
+}
+
 static PyMethodDef methods[] = {
     {"samplers", samplers, METH_NOARGS,
      "samplers() -> list[dict]: the op table's samplers (csrc/op_table.h): name, first ('like' or 'x'), dtype "
@@ -138,6 +208,9 @@ static PyMethodDef methods[] = {
     {"simd", simd, METH_NOARGS, "simd() -> str: the Philox path in use: 'scalar', 'avx2' or 'avx512'."},
     {"simd_paths", simd_paths, METH_NOARGS, "simd_paths() -> list[str]: the paths this build and CPU run."},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name): use that path from now on (ValueError if unsupported)."},
+    {"set_journal", set_journal, METH_VARARGS,
+     "set_journal(hooks_on_stack, graph_task, replay, record): the checkpoint journal that rngx::take_ consults "
+     "(csrc/journal.h); the first call sets it for the life of the process."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -74,8 +74,8 @@
   X(race, F64, 1, (2))
 
 // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place, under the one lock
-// of every state's step (library.cpp). One kernel for every device. A process with Python registers take_'s
-// checkpoint journal over it for CPU and CUDA (torch_rngx/_ops.py); step_ is the bare step that journal calls.
+// of every state's step (library.cpp). One kernel for every device. take_ is the step graphs record: it consults the
+// checkpoint journal where a process has one (journal.h); step_ is the bare step.
 #define RNGX_ANY_DEVICE_OPS(X)                                                                                     \
   X(take_, "take_(Tensor(a!) state, SymInt blocks) -> Tensor")                                                     \
   X(step_, "step_(Tensor(a!) state, SymInt blocks) -> Tensor")

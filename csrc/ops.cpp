@@ -60,7 +60,7 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
 }
 
 // A sampler's CPU op from its row (op_table.h), and its one-call form, where the row has one: a CPU Generator's
-// step and the op in one call (torch_rngx/_autograd.py: draw). The key is the state before the step, then the
+// step and the op in one call (torch_rngx/_router.py: draw). The key is the state before the step, then the
 // offset moves past the call's blocks (the row's words per element, take_key). Checked before it moves.
 template <class Kernel>
 Tensor fill_from(Tensor& state, Tensor out, rngx_dtype dt, int words, const Tensor* in, const Kernel& kernel) {

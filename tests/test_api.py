@@ -1,4 +1,6 @@
 """The public stateful API: Generator, rand_like, uniform_like, quantize, dropout, nn.Dropout."""
+import os
+
 import pytest
 import torch
 from conftest import make_state, recompute
@@ -148,12 +150,12 @@ def test_fast_path_equals_step_then_op(dtype, numel):
         g, twin = torch_rngx.Generator(5), torch_rngx.Generator(5)
         for gen in (g, twin):
             gen.set_state(torch.tensor([5, offset - (1 << 64) if offset >= 1 << 63 else offset]))
-        key = twin._take(torch_rngx.blocks_used(numel, dtype))
+        key = torch.ops.rngx.step_(twin.state, torch_rngx.blocks_used(numel, dtype))
         got = torch_rngx.uniform_like(x, -2.0, 3.0, generator=g)
         with recompute():  # twin's key is g's
             assert torch.equal(got, F.uniform(x, key, -2.0, 3.0))
         assert torch.equal(g.state, twin.state)
-        key = twin._take(torch_rngx.blocks_used(numel, dtype))
+        key = torch.ops.rngx.step_(twin.state, torch_rngx.blocks_used(numel, dtype))
         got = torch_rngx.quantize(x, generator=g)
         with recompute():
             assert torch.equal(got, F.quantize_noise(x, key, 0.5))
@@ -252,7 +254,7 @@ def test_sampler_fast_path_equals_step_then_op(name, numel):
             g, twin = torch_rngx.Generator().set_state(start), torch_rngx.Generator().set_state(start)
             calls, got = _rngx_calls(lambda: stateful(x, g, dtype))
             with recompute():  # twin's stream is g's
-                key = twin._take(torch_rngx.blocks_used(x.numel(), dtype, op, range=103 if op == "randint" else None))
+                key = torch.ops.rngx.step_(twin.state, torch_rngx.blocks_used(x.numel(), dtype, op, range=103 if op == "randint" else None))
                 want = functional(x, key, dtype)
             assert got.stride() == want.stride() and torch.equal(got, want), (name, dtype, offset)
             assert torch.equal(g.state, twin.state), (name, dtype, offset)
@@ -265,3 +267,52 @@ def _rngx_calls(fn):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         out = fn()
     return [e.name for e in prof.events() if e.name.startswith("rngx::")], out
+
+
+def test_help_shows_types_that_are_defined():
+    """help() of a function prints its annotations: real types, never a name in quotes that the reader cannot look
+    up (help(torch_rngx.dropout) once showed `generator: 'Stream'`)."""
+    import inspect
+    import pydoc
+
+    for module in (torch_rngx, F, torch_rngx.nn.init):
+        for name in module.__all__:
+            fn = getattr(module, name)
+            if not inspect.isfunction(fn):
+                continue
+            sig = inspect.signature(fn)
+            annotations = [p.annotation for p in sig.parameters.values()] + [sig.return_annotation]
+            assert not any(isinstance(a, str) for a in annotations), (f"{module.__name__}.{name}", sig)
+    assert "generator: Union[torch_rngx.generator.Generator, torch_rngx.generator.RNG, NoneType]" in pydoc.render_doc(
+        torch_rngx.dropout)
+
+
+def _package_frames(call):
+    """(function, file) of every Python frame of torch_rngx that one call enters, in order (sys.setprofile)."""
+    import sys
+
+    package = os.path.dirname(torch_rngx.__file__) + os.sep
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            frames.append((frame.f_code.co_name, os.path.basename(frame.f_code.co_filename)))
+
+    call()  # warm: caches filled
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return frames
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_stateful_call_crosses_few_frames(grad):
+    """torch_rngx.dropout(x, 0.1, generator=g) goes from the public function through its check and the router to the
+    op (and the node with a gradient): at most 8 frames of the package, in at most 4 files (issue 31)."""
+    x = torch.randn(64, requires_grad=grad)
+    g = torch_rngx.Generator(0)
+    frames = _package_frames(lambda: torch_rngx.dropout(x, 0.1, generator=g))
+    files = {f for _, f in frames}
+    assert len(frames) <= 8 and len(files) <= 4, frames

@@ -1,9 +1,24 @@
-"""torch_rngx's modules import each other in layers: no module reaches itself through its relative imports,
-top-level or inside functions."""
+"""torch_rngx's modules import each other in layers (docs/development.md): each module imports only modules of the
+layers below its own, so no module reaches itself through its relative imports, top-level or inside functions."""
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_rngx"
+# Lowest first. A call goes down them: a public function (_stateful, functional) checks its arguments (_checks), takes
+# its route (_router), whose autograd.Functions (_functions) and Generator step (_step) sit on the op spec (_spec).
+LAYERS = [
+    {"_torch"},
+    {"_checks", "_replay", "_reuse"},
+    {"_spec", "params", "debug"},
+    {"_step", "triton"},
+    {"_functions", "distributed", "testing"},
+    {"_ops", "_router"},
+    {"functional"},
+    {"generator"},
+    {"_stateful", "_init"},
+    {"_mode"},
+    {"nn"},
+]
 
 
 def imports(path: Path, modules: set[str]) -> set[str]:
@@ -44,6 +59,14 @@ def cycle(edges: dict[str, set[str]]) -> list[str]:
         if found:
             return found
     return []
+
+
+def test_every_module_imports_only_lower_layers():
+    layer = {module: i for i, modules in enumerate(LAYERS) for module in modules}
+    edges = graph()
+    assert set(edges) == set(layer), f"modules without a layer, or layers without a module: {set(edges) ^ set(layer)}"
+    upward = [f"{m} -> {d}" for m, deps in sorted(edges.items()) for d in sorted(deps) if layer[d] >= layer[m]]
+    assert not upward, f"imports that do not go down the layers: {upward}"
 
 
 def test_no_import_cycle():

@@ -34,6 +34,51 @@ def test_below_autograd_is_torchs_and_makes_no_node():
         assert y.grad_fn is None and not y.requires_grad and y.tolist() == [2.0] * 3
 
 
+def test_bare_op_is_the_overloads_callable():
+    call = _torch.bare_op(torch.ops.aten.add.Tensor)
+    assert call is not torch.ops.aten.add.Tensor and call(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_redispatch_below_autograd_is_an_autograd_kernels_way_on():
+    """rngx::dropout's autograd kernel (_ops.py) takes it when no gradient flows: the op's value, and no node."""
+    x = torch.ones(4, requires_grad=True)
+    with torch.no_grad():
+        y = torch.ops.rngx.dropout(x, torch.tensor([1, 0]), 0.0)
+    assert y.grad_fn is None and not y.requires_grad and y.tolist() == [1.0] * 4
+
+
+def test_any_requires_grad_looks_at_every_tensor():
+    assert _torch.any_requires_grad(torch.ones(1), None, 3.0, torch.ones(1, requires_grad=True))
+    assert not _torch.any_requires_grad(torch.ones(1), None, 3.0)
+
+
+def test_function_apply_makes_the_functions_node():
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = torch.ones(2, requires_grad=True)
+    y = _torch.function_apply(Twice)(x)
+    assert type(y.grad_fn).__name__ == "TwiceBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_unwrap_if_dead_unwraps_a_tensor_that_escaped_a_transform():
+    escaped = []
+    torch.func.grad(lambda x: escaped.append(x) or x.sum())(torch.ones(2))
+    assert torch._C._functorch.is_gradtrackingtensor(escaped[0])
+    plain = _torch.unwrap_if_dead(escaped[0])
+    assert not torch._C._functorch.is_gradtrackingtensor(plain) and plain.tolist() == [1.0, 1.0]
+    live = torch.ones(2)
+    assert _torch.unwrap_if_dead(live) is live
+
+
 def test_peek_interpreter_stack_sees_every_transform():
     assert _torch.peek_interpreter_stack() is None
     seen = []

@@ -145,6 +145,31 @@ def test_compiled_checkpointing_with_rngx_context_is_exact(stream, mechanism):
     _assert_same(_train_step(stream, mechanism, compiled=True), _train_step(stream, "plain", compiled=True))
 
 
+@pytest.mark.parametrize("stream", STREAMS)
+@REUSES_KEYS
+def test_eager_checkpoint_of_compiled_blocks_is_exact(stream):
+    """Compiled blocks under an eager checkpoint: each graph's step (rngx::take_, C++ for a CPU state) asks the
+    journal (csrc/journal.h) while the checkpoint's hooks are on, so the forward records its keys and the
+    recomputation gets them back instead of stepping again."""
+
+    def run(mechanism):
+        torch._dynamo.reset()
+        shared = {"gen": torch_rngx.Generator(7), "rng": torch_rngx.nn.RNG(7)}.get(stream)
+        blocks = torch.nn.ModuleList(Block(stream, shared) for _ in range(3))
+        compiled = [torch.compile(blk, fullgraph=True) for blk in blocks]
+        x = torch.randn(8, 16, generator=torch.Generator().manual_seed(5), requires_grad=True)
+        torch.manual_seed(1)
+        h = x
+        for blk in compiled:
+            h = MECHANISMS[mechanism](blk, h)
+        h.backward(torch.ones_like(h))
+        states = [s.clone() for b in blocks for s in (b.drop.rng_state, b.generator.state)] if stream == "seed" else []
+        return [h.detach(), x.grad] + [p.grad for p in blocks.parameters()] + states + (
+            [shared.state.clone()] if shared is not None else [])
+
+    _assert_same(run("non_reentrant"), run("plain"))
+
+
 @pytest.mark.parametrize("stream", ["gen", "rng", "seed"])
 def test_compiled_recomputation_of_a_draw_raises(stream):
     """Plain checkpoint under compile: the partitioner recomputes the draw in backward, from the state the

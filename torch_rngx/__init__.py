@@ -5,30 +5,13 @@ import os
 
 import torch
 
-from . import debug, functional, nn, testing  # noqa: F401
+from . import _ops, _stateful, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' Python registrations)
 from ._mode import UncoveredRandomWarning, mode
-from ._ops import ops  # noqa: F401
 from ._replay import checkpoint_context
+from ._spec import ops  # noqa: F401  (torch.ops.rngx)
+from ._stateful import *  # noqa: F403  (the stateful functions, like torch's)
 from .functional import blocks_used
 from .generator import Generator
-from .random import (
-    alpha_dropout,
-    bernoulli_like,
-    dropout,
-    dropout1d,
-    dropout2d,
-    dropout3d,
-    exponential_like,
-    feature_alpha_dropout,
-    multinomial,
-    normal_like,
-    quantize,
-    rand_like,
-    randint_like,
-    randn_like,
-    randperm,
-    uniform_like,
-)
 
 if torch.distributed.is_available():
     # DTensor's dispatch rules for the rngx ops. torch._dynamo, which the package imports, has loaded DTensor
@@ -38,31 +21,17 @@ if torch.distributed.is_available():
 __all__ = [
     "Generator",
     "UncoveredRandomWarning",
-    "alpha_dropout",
-    "bernoulli_like",
     "blocks_used",
     "checkpoint_context",
     "debug",
-    "dropout",
-    "dropout1d",
-    "dropout2d",
-    "dropout3d",
-    "exponential_like",
-    "feature_alpha_dropout",
     "functional",
     "include_dir",
     "mode",
-    "multinomial",
     "nn",
-    "normal_like",
-    "quantize",
-    "rand_like",
-    "randint_like",
-    "randn_like",
-    "randperm",
     "testing",
-    "uniform_like",
 ]
+__all__ += _stateful.__all__
+__all__.sort()  # the reference (docs/api.md) lists them in this order
 __version__ = "0.3.0"
 
 

@@ -13,6 +13,18 @@ FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
 STATE_DTYPES = (torch.int64, torch.uint64)
 MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
+_FLOATS = frozenset(FLOAT_DTYPES)
+NO_VIEW = (None, None)
+
+
+class _Later:
+    """A stateful call's key, drawn after its arguments are checked (by a step that checks its own state)."""
+
+    def __repr__(self):
+        return "LATER"
+
+
+LATER = _Later()
 
 
 def tensor(t, name):
@@ -42,6 +54,18 @@ def state(s, name="state", shape=None):
         raise ValueError(f"{name} must be a strided (dense) tensor, got layout {s.layout}")
     if s.requires_grad:
         raise ValueError(f"{name} must not require grad")
+
+
+def generator_state(s, name="state"):
+    """A state that a step advances in place (a Generator's, a module's buffer): a contiguous int64 tensor of shape
+    (2,) = [seed, offset]."""
+    state(s, name)
+    if s.dtype != torch.int64 or s.shape != (2,) or not s.is_contiguous():
+        raise ValueError(
+            f"{name} must be a Generator's: a contiguous int64 tensor of shape (2,) = [seed, offset], got "
+            f"{s.dtype} {tuple(s.shape)} with strides {s.stride()}"
+        )
+    return s
 
 
 def int_dtype(dtype, name):
@@ -109,6 +133,8 @@ def real(v, name):
 
 
 def probability(p, name="p"):
+    if type(p) is float and 0.0 <= p <= 1.0:
+        return p
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(p).__name__}")
     p = _as_float(p, name)
@@ -134,6 +160,12 @@ def _finite_in(v, dtype):
 
 
 def half_width(half, name="half", dtype=None):
+    if (
+        type(half) is float
+        and 0.0 <= half
+        and 2 * half < (math.inf if dtype in (None, torch.float64) else _FLOAT32_LIMIT)
+    ):
+        return half  # the common case of the checks below
     half = real(half, name)
     if half < 0:
         raise ValueError(f"{name} must be >= 0, got {half}")
@@ -163,10 +195,13 @@ def round_to(v, dtype):
 def interval(low, high, dtype=None):
     """low <= high, all finite; for <= 32-bit dtypes low and high rounded to the dtype, and their difference in
     float32 rounded to it, finite too: the numbers the kernels compute with (docs/stream.md, "uniform")."""
-    low, high = real(low, "low"), real(high, "high")
+    if type(low) is not float or not -math.inf < low < math.inf:
+        low = real(low, "low")
+    if type(high) is not float or not -math.inf < high < math.inf:
+        high = real(high, "high")
     if low > high:
         raise ValueError(f"low must be <= high, got low={low}, high={high}")
-    if not _isfinite(high - low):
+    if not -math.inf < high - low < math.inf:
         raise ValueError(f"high - low must be finite, got low={low}, high={high}")
     # Under torch.compile the bounds may be symbolic floats, which the rounding cannot take: there the kernel
     # checks the same rule when it runs (RuntimeError, csrc/glue.h).
@@ -265,92 +300,149 @@ def global_view(shape, global_shape, global_start):
     return gshape, gstart
 
 
-def _batch_shape(shape, view):
-    """The shape a batched state's dims must match: the global tensor's under a global view."""
-    return shape if view[0] is None else view[0]
+def keyed(x, key, view, name="x"):
+    """`key` for an output laid out like x (the global tensor's under the view): a key or a batch of them that
+    broadcasts to it, on x's device."""
+    state(key, shape=x.shape if view[0] is None else view[0])
+    same_device(x, key, name)
 
 
-# ---- one validator per op, shared by the public function and the fake kernel (so compile-time checks equal
-# eager ones); each returns the op's parameters as the kernels take them, ending with the global view ----
+# ---- the samplers' validators, named by the parameters they check. Each is shared by the public functions and the
+# fake kernels (so compile-time checks equal eager ones) and returns the op's parameters as the kernels take them,
+# ending with the global view. key=LATER checks everything but the key, which a stateful call draws afterwards. The
+# common case (a plain tensor, Python floats, no view) makes no further call. ----
 
 
-def for_bits(size_, key, dtype, global_shape=None, global_start=None):
+def float_like(like, key, dtype=None, global_shape=None, global_start=None, name="like"):
+    """A float output laid out like `like` (a dense tensor), in `dtype` or like's. Returns that dtype and the view."""
+    if type(like) is not torch.Tensor or like.layout != torch.strided or like.is_nested or like.dim() > MAX_DIMS:
+        strided(like, name)
+    view = (
+        NO_VIEW
+        if global_shape is None and global_start is None
+        else global_view(like.shape, global_shape, global_start)
+    )
+    if key is not LATER:
+        keyed(like, key, view, name)
+    out = like.dtype if dtype is None else dtype
+    if out not in _FLOATS:
+        float_dtype(out, "dtype" if dtype is not None else f"{name}'s dtype")
+    return out, view
+
+
+def float_x(x, key, global_shape=None, global_start=None, name="x"):
+    """A float tensor that the op reads, its output laid out like it. Returns the view."""
+    if (
+        type(x) is not torch.Tensor
+        or x.dtype not in _FLOATS
+        or x.layout != torch.strided
+        or x.is_nested
+        or x.dim() > MAX_DIMS
+    ):
+        float_tensor(x, name)
+    view = (
+        NO_VIEW if global_shape is None and global_start is None else global_view(x.shape, global_shape, global_start)
+    )
+    if key is not LATER:
+        keyed(x, key, view, name)
+    return view
+
+
+def size_dtype(size_, key, dtype, global_shape=None, global_start=None):
+    """An output of `size` in an integer dtype (raw words)."""
     size_ = size(size_)
     view = global_view(size_, global_shape, global_start)
-    state(key, shape=_batch_shape(size_, view))
+    if key is not LATER:
+        state(key, shape=size_ if view[0] is None else view[0])
     int_dtype(dtype, "dtype")
     return size_, *view
 
 
-def for_uniform(like, key, low, high, dtype, global_shape=None, global_start=None):
-    strided(like, "like")
-    view = global_view(like.shape, global_shape, global_start)
-    state(key, shape=_batch_shape(like.shape, view))
-    same_device(like, key, "like")
-    float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    return *interval(low, high, like.dtype if dtype is None else dtype), dtype, *view
+def like_interval(like, key, low, high, dtype, global_shape=None, global_start=None, name="like"):
+    """[low, high), finite in the output dtype."""
+    out, view = float_like(like, key, dtype, global_shape, global_start, name)
+    return *interval(low, high, out), dtype, *view
 
 
-def for_noise(x, key, half, global_shape=None, global_start=None):
-    float_tensor(x)
-    view = global_view(x.shape, global_shape, global_start)
-    state(key, shape=_batch_shape(x.shape, view))
-    same_device(x, key)
+def like_mean_std(like, key, mean, std, dtype, global_shape=None, global_start=None, name="like"):
+    out, view = float_like(like, key, dtype, global_shape, global_start, name)
+    return *mean_std(mean, std, out), dtype, *view
+
+
+def like_rate(like, key, rate, dtype, global_shape=None, global_start=None, name="like"):
+    """rate: a finite number > 0 (values are E / rate in double, so any such rate works for every dtype)."""
+    _, view = float_like(like, key, dtype, global_shape, global_start, name)
+    rate = real(rate, "rate")
+    if not rate > 0:
+        raise ValueError(f"rate must be > 0, got {rate}")
+    return rate, dtype, *view
+
+
+def x_half(x, key, half, global_shape=None, global_start=None, name="x"):
+    """A half-width >= 0 whose double is finite in x's compute type."""
+    view = float_x(x, key, global_shape, global_start, name)
     return half_width(half, dtype=x.dtype), *view
 
 
-def for_dropout(x, key, p, global_shape=None, global_start=None):
-    float_tensor(x)
-    view = global_view(x.shape, global_shape, global_start)
-    state(key, shape=_batch_shape(x.shape, view))
-    same_device(x, key)
+def x_p(x, key, p, global_shape=None, global_start=None, name="x"):
+    """A probability p in [0, 1]."""
+    view = float_x(x, key, global_shape, global_start, name)
     return probability(p), *view
 
 
-def for_feature(x, key, p, global_shape=None, global_start=None, name="x"):
-    """Channel (feature) dropout: x has a batch and a channel dim; a batched key may vary along those two only."""
+def x_channel_p(x, key, p, global_shape=None, global_start=None, name="x"):
+    """One decision per (batch, channel): x has both dims; a batched key may vary along those two only."""
     float_tensor(x, name)
     if x.dim() < 2:
         raise ValueError(f"{name} must have at least 2 dims (batch, channel, ...) for channel dropout, got {x.dim()}")
     view = global_view(x.shape, global_shape, global_start)
-    state(key, shape=_batch_shape(x.shape, view))
-    if key.dim() > 3 and any(b != 1 for b in key.shape[2:-1]):
-        raise ValueError(
-            f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
-            f"decision per (batch, channel), so only the first two batch dims may be larger than 1"
-        )
-    same_device(x, key, name)
+    if key is not LATER:
+        keyed(x, key, view, name)
+        if key.dim() > 3 and any(b != 1 for b in key.shape[2:-1]):
+            raise ValueError(
+                f"state of shape {tuple(key.shape)} varies along a spatial dim: channel dropout makes one "
+                f"decision per (batch, channel), so only the first two batch dims may be larger than 1"
+            )
     return probability(p), *view
 
 
-def float_like(like, key, dtype=None, global_shape=None, global_start=None):
-    """A float output shaped like `like`: like is a dense tensor, `dtype` (or like's) a float dtype. Returns the
-    output dtype and the global view."""
-    strided(like, "like")
-    view = global_view(like.shape, global_shape, global_start)
-    state(key, shape=_batch_shape(like.shape, view))
-    same_device(like, key, "like")
-    float_dtype(like.dtype if dtype is None else dtype, "dtype" if dtype is not None else "like's dtype")
-    return like.dtype if dtype is None else dtype, view
+def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
+    """The stateful dropout family's arguments, refused with torch.nn.functional's messages. Returns p and the view."""
+    if (
+        type(x) is not torch.Tensor
+        or x.dtype not in _FLOATS
+        or x.layout != torch.strided
+        or x.is_nested
+        or x.dim() > MAX_DIMS
+    ):
+        float_tensor(x, "input")
+    if type(p) is not float or not 0.0 <= p <= 1.0:
+        p = dropout_probability(p)
+    view = (
+        NO_VIEW if global_shape is None and global_start is None else global_view(x.shape, global_shape, global_start)
+    )
+    if type(training) is not bool or type(inplace) is not bool:
+        raise TypeError(
+            f"training and inplace must be bools, got {type(training).__name__} and {type(inplace).__name__}"
+        )
+    return p, *view
 
 
 def mean_std(mean, std, dtype, strict=False):
     """mean finite, std finite and >= 0 (> 0 when strict), both finite in the compute type (float32 for <= 32-bit
     types)."""
-    mean = real(mean, "mean")
-    if isinstance(std, bool) or not isinstance(std, numbers.Real):
-        raise TypeError(f"std must be a real number, got {type(std).__name__}")
-    std = _as_float(std, "std")
-    if not (std > 0 if strict else std >= 0) or not _isfinite(std):  # also rejects NaN
+    if type(mean) is not float or not -math.inf < mean < math.inf:
+        mean = real(mean, "mean")
+    if type(std) is not float:
+        if isinstance(std, bool) or not isinstance(std, numbers.Real):
+            raise TypeError(f"std must be a real number, got {type(std).__name__}")
+        std = _as_float(std, "std")
+    if not (std > 0 if strict else std >= 0) or not std < math.inf:  # also rejects NaN
         raise ValueError(f"std must be finite and {'> 0' if strict else '>= 0'}, got {std}")
-    if not (_finite_in(mean, dtype) and _finite_in(std, dtype)):
+    limit = math.inf if dtype in (None, torch.float64) else _FLOAT32_LIMIT  # _finite_in, for both
+    if not (abs(mean) < limit and std < limit):
         raise ValueError(f"mean and std must be finite in the compute type of {dtype}, got mean={mean}, std={std}")
     return mean, std
-
-
-def for_normal(like, key, mean, std, dtype, global_shape=None, global_start=None):
-    out_dtype, view = float_like(like, key, dtype, global_shape, global_start)
-    return *mean_std(mean, std, out_dtype), dtype, *view
 
 
 @functools.lru_cache(maxsize=256)
@@ -365,32 +457,33 @@ def value_between(a, b, dtype):
     return not (_isfinite(ra) and _isfinite(rb)) or round_to((ra + rb) / 2, dtype) not in (ra, rb)
 
 
-def for_bernoulli(like, key, p, global_shape=None, global_start=None):
+def like_p(like, key, p, global_shape=None, global_start=None, name="like"):
     """p: a probability, or a real tensor broadcastable to like's shape (returned cast to like's dtype and
     expanded to its shape: the kernel reads it in place, stride-0 dims and all); then the global view."""
-    _, view = float_like(like, key, None, global_shape, global_start)
+    _, view = float_like(like, key, None, global_shape, global_start, name)
     if not isinstance(p, torch.Tensor):
         return probability(p), *view
     if p.is_complex() or p.dtype == torch.bool or not (p.is_floating_point() or p.dtype in INT_DTYPES):
         raise TypeError(f"p must be a real number or a real tensor, got a tensor of dtype {p.dtype}")
     if p.device != like.device:
-        raise ValueError(f"p is on {p.device} but like is on {like.device}")
+        raise ValueError(f"p is on {p.device} but {name} is on {like.device}")
     if p.requires_grad:
-        raise ValueError("p must not require grad: bernoulli is not differentiable")
-    broadcasts(p, like.shape, "p", "like's shape")
+        raise ValueError("p must not require grad: the draw is not differentiable")
+    broadcasts(p, like.shape, "p", f"{name}'s shape")
     return p.to(like.dtype).expand(like.shape), *view
 
 
 def probabilities(p):
     """A tensor p's values all in [0, 1] (NaN refused), for the eager public functions on CPU tensors: a
     data-dependent check, so neither the fake kernels, compiled code nor torch.func transforms make it (the CPU
-    kernel checks again)."""
-    if isinstance(p, torch.Tensor) and hasattr(p, "to_local"):  # a DTensor: each rank checks its own block
+    kernel checks again). Returns p."""
+    if not isinstance(p, torch.Tensor):
+        return p
+    if hasattr(p, "to_local"):  # a DTensor: each rank checks its own block
         probabilities(p.to_local())
         return p
     if (
-        isinstance(p, torch.Tensor)
-        and p.device.type == "cpu"
+        p.device.type == "cpu"
         and not torch.compiler.is_compiling()
         and peek_interpreter_stack() is None
         and p.numel()
@@ -414,18 +507,24 @@ RANDINT_DTYPES = {
 }
 
 
-def for_randint(like, key, low, high, dtype, global_shape=None, global_start=None):
+def like_int_range(like, key, low, high, dtype, global_shape=None, global_start=None, name="like"):
     """[low, high) within dtype (high may be one past its largest value; int64: high <= 2^63 - 1, the schema's
     int); then the global view."""
-    strided(like, "like")
-    view = global_view(like.shape, global_shape, global_start)
-    state(key, shape=_batch_shape(like.shape, view))
-    same_device(like, key, "like")
+    if type(like) is not torch.Tensor or like.layout != torch.strided or like.is_nested or like.dim() > MAX_DIMS:
+        strided(like, name)
+    view = (
+        NO_VIEW
+        if global_shape is None and global_start is None
+        else global_view(like.shape, global_shape, global_start)
+    )
+    if key is not LATER:
+        keyed(like, key, view, name)
     if dtype not in RANDINT_DTYPES:
         raise TypeError(f"dtype must be uint8, int8, int16, int32 or int64, got {dtype}")
-    for v, name in ((low, "low"), (high, "high")):
-        if isinstance(v, bool) or not isinstance(v, (int, torch.SymInt)):
-            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    if type(low) is not int or type(high) is not int:
+        for v, arg in ((low, "low"), (high, "high")):
+            if isinstance(v, bool) or not isinstance(v, (int, torch.SymInt)):
+                raise TypeError(f"{arg} must be an int, got {type(v).__name__}")
     if isinstance(low, int) and isinstance(high, int):
         if not low < high:
             raise ValueError(f"low must be < high, got low={low}, high={high}")
@@ -435,16 +534,7 @@ def for_randint(like, key, low, high, dtype, global_shape=None, global_start=Non
     return low, high, dtype, *view
 
 
-def for_exponential(like, key, rate, dtype, global_shape=None, global_start=None):
-    """rate: a finite number > 0 (values are E / rate in double, so any such rate works for every dtype)."""
-    _, view = float_like(like, key, dtype, global_shape, global_start)
-    rate = real(rate, "rate")
-    if not rate > 0:
-        raise ValueError(f"rate must be > 0, got {rate}")
-    return rate, dtype, *view
-
-
-# randperm's output dtypes and the largest n each holds: every value 0 .. n - 1 exact.
+# The permutations' output dtypes and the largest n each holds: every value 0 .. n - 1 exact.
 RANDPERM_LIMITS = {
     torch.uint8: 1 << 8,
     torch.int8: 1 << 7,
@@ -458,29 +548,33 @@ RANDPERM_LIMITS = {
 }
 
 
-def for_randperm(n, key, dtype, device=None):
-    """n an int >= 0 that dtype holds; key (2,) or batched (*B, 2) (one permutation per key); device None or the
-    key's device (the permutation is made where its key is). Returns n."""
+def permutation(n, key, dtype, device=None):
+    """n an int >= 0 that dtype holds; key LATER, (2,) or batched (*B, 2) (one permutation per key); device None or
+    the key's device (the permutation is made where its key is). Returns n."""
     if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
         raise TypeError(f"n must be an int, got {type(n).__name__}")
     if dtype not in RANDPERM_LIMITS:
         raise TypeError(f"dtype must be one of {', '.join(str(d) for d in RANDPERM_LIMITS)}, got {dtype}")
     if isinstance(n, int) and not 0 <= n <= RANDPERM_LIMITS[dtype]:
         raise ValueError(f"n must be in [0, {RANDPERM_LIMITS[dtype]}] for {dtype}, got {n}")
+    if key is LATER:
+        return n
     state(key)
     if key.dim() > 1:
         size([*key.shape[:-1], n], "the output's shape (*B, n)")
     if device is not None:
         want = torch.device(device)
         if want.type != key.device.type or (want.index is not None and want != key.device):
-            raise ValueError(f"device is {want} but state is on {key.device}: randperm runs on its state's device")
+            raise ValueError(
+                f"device is {want} but state is on {key.device}: the permutation is made on its state's device"
+            )
     return n
 
 
-def for_multinomial(probs, key, num_samples, replacement):
+def categories(probs, key, num_samples, replacement):
     """torch.multinomial's argument rules: probs (`input`) 1-D (C,) or 2-D (R, C) float, C >= 1; num_samples >= 1,
-    at most C without replacement; key (2,), or (R, 2) for one key per row of a 2-D input. Returns the key as the
-    race takes it, then draws and need (rngx::race)."""
+    at most C without replacement; key LATER, (2,), or (R, 2) for one key per row of a 2-D input. Returns the key as
+    the race takes it, then draws and need (rngx::race)."""
     float_tensor(probs, "input")
     if probs.dim() not in (1, 2):
         raise ValueError(f"input must be 1-D or 2-D, got {probs.dim()} dims")
@@ -497,6 +591,9 @@ def for_multinomial(probs, key, num_samples, replacement):
         raise ValueError(
             f"num_samples ({num_samples}) must be <= the number of categories ({cats}) without replacement"
         )
+    draws, need = (num_samples, 1) if replacement else (1, num_samples)
+    if key is LATER:
+        return key, draws, need
     state(key)
     if key.dim() > 1 and (probs.dim() != 2 or tuple(key.shape) != (probs.shape[0], 2)):
         raise ValueError(
@@ -506,7 +603,6 @@ def for_multinomial(probs, key, num_samples, replacement):
     same_device(probs, key, "input")
     if key.dim() > 1:
         key = key.reshape(key.shape[0], 1, 1, 2)
-    draws, need = (num_samples, 1) if replacement else (1, num_samples)
     return key, draws, need
 
 

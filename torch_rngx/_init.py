@@ -1,13 +1,13 @@
 """torch_rngx.nn.init: weight initialisers like torch.nn.init's, drawing from torch-rngx streams."""
 
-from __future__ import annotations
+from typing import Optional, Union
 
 import torch
 
 from . import _checks
-from ._autograd import draw
+from ._router import draw
 from ._spec import SPECS
-from .generator import RNG, Generator, owner_of
+from .generator import RNG, Generator
 
 __all__ = ["trunc_normal_"]
 
@@ -23,7 +23,7 @@ def trunc_normal_(
     a: float = -2.0,
     b: float = 2.0,
     *,
-    generator: Generator | RNG | None = None,
+    generator: Optional[Union[Generator, RNG]] = None,
 ) -> torch.Tensor:
     """Stands in for ``torch.nn.init.trunc_normal_``: fills `tensor` in place (under no_grad) with N(mean, std^2)
     conditioned on [a, b] (absolute bounds), every value in [a, b]; returns `tensor`. The values are
@@ -44,6 +44,6 @@ def trunc_normal_(
     """
     _checks.float_tensor(tensor, "tensor")
     spec = SPECS["truncated_normal"]
-    params = spec.check(tensor, torch.empty(2, dtype=torch.int64, device=tensor.device), mean, std, a, b, None)
+    params = spec.check(tensor, _checks.LATER, mean, std, a, b, None)
     with torch.no_grad():
-        return tensor.copy_(draw(spec.name, tensor, owner_of(generator), tensor.dtype, *params))
+        return tensor.copy_(draw(spec.name, tensor, generator, *params))

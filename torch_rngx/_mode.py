@@ -22,7 +22,7 @@ import warnings
 import torch
 import torch.nn.functional as TF
 
-from . import random as rr
+from . import _stateful as rr
 from ._init import trunc_normal_ as _trunc_normal_
 from ._torch import PRIVATE_SAMPLERS, calculate_correct_fan, softmax_backward_data, torch_function_modes
 from .generator import RNG, Generator, owner_of

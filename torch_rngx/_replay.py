@@ -4,7 +4,9 @@ torch.utils.checkpoint(use_reentrant=False), with or without a selective-checkpo
 again during backward. Its stateful torch_rngx calls would then draw again: a Generator (or a module's state)
 has moved on, so the recomputed activations, and the gradients, would silently differ from the forward's.
 Instead every draw made inside a checkpointed region (rngx::take_ and rngx::seed_state) is journaled on that
-region's checkpoint frame, and the recomputation takes the journaled keys back, in order, advancing nothing.
+region's checkpoint frame, and the recomputation takes the journaled keys back, in order, advancing nothing. A CPU
+state's take_ steps in C++ and asks the journal (replayed, record) only while saved-tensor hooks are on the stack or a
+backward pass runs (csrc/journal.h); every other draw asks it here.
 
 torch has no public handle on the frame: _torch.checkpoint_frame reads it from the saved-tensor hooks the checkpoint
 pushes. A draw that cannot be replayed raises instead of drawing new words: a draw from a Generator or module state
@@ -19,7 +21,8 @@ import torch
 
 from ._torch import checkpoint_frame, current_graph_task_id, saved_tensors_hooks_active
 
-# frame -> [(id of the Generator's state or None, key)]
+# frame -> [(owner, key)]: owner is the address of the Generator's state (what the C++ step knows it by), None for
+# torch's generator
 _journals: weakref.WeakKeyDictionary[Any, list[tuple[Optional[int], Any]]] = weakref.WeakKeyDictionary()
 # frame -> {graph task: index of the next key to replay}
 _cursors: weakref.WeakKeyDictionary[Any, dict[int, int]] = weakref.WeakKeyDictionary()
@@ -39,9 +42,9 @@ def plain_eager():
     return not saved_tensors_hooks_active() and current_graph_task_id() == -1
 
 
-def draw(owner, make_key):
-    """The key for one stateful call: make_key() (which may advance `owner`, a state tensor or None) in a
-    forward, the journaled key when a checkpoint recomputes."""
+def replayed(owner):
+    """The journaled key for a draw from `owner` (a state's address, or None for torch's generator) while a
+    checkpoint recomputes; None for a draw to make now (then record it); raises for a draw that cannot be replayed."""
     frame, task = checkpoint_frame()
     if task is not None:
         return _replay(frame, task, owner)
@@ -56,9 +59,24 @@ def draw(owner, make_key):
                 "this way, and so does torch.compile's partitioner for a plain checkpoint"
             )
         )
-    key = make_key()
+    return None
+
+
+def record(owner, key):
+    """Journals a key just drawn from `owner` when the draw is inside a checkpointed region."""
+    frame = checkpoint_frame()[0]
     if frame is not None:
-        _journals.setdefault(frame, []).append((None if owner is None else id(owner), key))
+        _journals.setdefault(frame, []).append((owner, key))
+
+
+def draw(state, make_key):
+    """The key for one stateful call: make_key() (which may advance `state`, a state tensor or None) in a forward,
+    the journaled key when a checkpoint recomputes."""
+    owner = None if state is None else state.data_ptr()
+    key = replayed(owner)
+    if key is None:
+        key = make_key()
+        record(owner, key)
     return key
 
 
@@ -66,7 +84,7 @@ def _replay(frame, task, owner):
     journal = _journals.get(frame, [])
     cursor = _cursors.setdefault(frame, {})
     i = cursor.get(task, 0)
-    if i >= len(journal) or journal[i][0] != (None if owner is None else id(owner)):
+    if i >= len(journal) or journal[i][0] != owner:
         raise RuntimeError(
             _CANNOT_REPLAY.format(
                 why="the recomputation draws more often, or from other generators, than the forward did"

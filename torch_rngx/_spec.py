@@ -3,10 +3,10 @@
 An Op names an rngx op drawing elementwise for one tensor argument and carries its argument check, its
 derivative and sample arguments for opcheck; its schema, the stream words one element takes and its one-call form
 come from its row in csrc/op_table.h (exported as _C.samplers()). From the two come the fake kernels and autograd
-formulas (_ops.py), the autograd.Functions and their vmap rule (_autograd.py), the DTensor rules (distributed.py),
-blocks_used and words_per_element (functional.py) and testing.opcheck_all's samples. Every op here shares one vmap
-rule (a vmapped dim is one more batch dim of the key) and one DTensor rule (this rank's block through the global
-view).
+kernels (_ops.py), the autograd.Functions and their vmap rule (_functions.py), the calls' routes (_router.py), the
+DTensor rules (distributed.py), blocks_used and words_per_element (functional.py) and testing.opcheck_all's
+samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim of the key) and one DTensor rule
+(this rank's block through the global view).
 """
 
 from __future__ import annotations
@@ -155,20 +155,20 @@ RANDINT_NARROW: int = SAMPLERS["randint"]["narrow"]  # randint's words up to thi
 SPECS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("uniform", _checks.for_uniform, examples=lambda x: [(-1.5, 2.0, None)]),
-        Op("quantize_noise", _checks.for_noise, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
-        Op("dropout", _checks.for_dropout, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
-        Op("normal", _checks.for_normal, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("uniform", _checks.like_interval, examples=lambda x: [(-1.5, 2.0, None)]),
+        Op("quantize_noise", _checks.x_half, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
+        Op("dropout", _checks.x_p, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
+        Op("normal", _checks.like_mean_std, examples=lambda x: [(0.5, 2.0, None)]),
         Op("truncated_normal", _truncated_normal_check, examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)]),
-        Op("bernoulli", _checks.for_bernoulli, examples=lambda x: [(0.3,)]),
-        Op("bernoulli_tensor", _checks.for_bernoulli, examples=_probabilities_like),
+        Op("bernoulli", _checks.like_p, examples=lambda x: [(0.3,)]),
+        Op("bernoulli_tensor", _checks.like_p, examples=_probabilities_like),
         Op(
             "randint",
-            _checks.for_randint,
+            _checks.like_int_range,
             examples=lambda x: [(0 if d == torch.uint8 else -3, 100, d) for d in _RANDINT_DTYPES],
             input_dtypes=(torch.float32,),
         ),
-        Op("exponential", _checks.for_exponential, examples=lambda x: [(1.5, None)]),
+        Op("exponential", _checks.like_rate, examples=lambda x: [(1.5, None)]),
     )
 }
 

@@ -43,6 +43,33 @@ def _resolve(owner: Any, path: str, use: str) -> Any:
 # Runs the ops under it below autograd: no node and no registered formula, for calls no gradient flows through.
 # Fallback: no_grad, which gives the same values and no node, one dispatch step slower.
 AutoDispatchBelowAutograd: Callable[[], Any] = getattr(torch._C, "_AutoDispatchBelowAutograd", torch.no_grad)
+_after_autograd_keyset = _resolve(torch, "_C._after_autograd_keyset", "to run an op below its autograd kernel")
+# (*args) -> whether any tensor among them requires grad: what an op's autograd kernel asks first.
+any_requires_grad: Callable[..., bool] = _resolve(torch, "_C._any_requires_grad", "an op's autograd kernel")
+
+
+def bare_op(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    """The C++ callable behind an op overload: what OpOverload.__call__ calls, without its Python frame, for plain
+    eager calls (torch.compile traces the OpOverload itself)."""
+    return getattr(op, "_op", op)
+
+
+def redispatch_below_autograd(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    """(keyset, *args) -> the op's result from the dispatch keys after autograd: what an Autograd kernel calls when
+    no gradient flows."""
+    try:
+        redispatch = op._handle.redispatch_boxed
+    except AttributeError:
+        raise _missing("OpOverload._handle.redispatch_boxed", "an op's kernel below its autograd kernel") from None
+    return lambda keyset, *args: redispatch(keyset & _after_autograd_keyset, *args)
+
+
+def function_apply(cls: type) -> Callable[..., Any]:
+    """cls.apply for plain eager code (no torch.func transform running) of an autograd.Function without
+    setup_context: torch's C apply, which torch.autograd.Function.apply calls after Python work that this case does
+    not need. Its caller unwraps dead torch.func wrappers itself (unwrap_if_dead), as Function.apply does."""
+    return super(torch.autograd.Function, cls).apply  # type: ignore[misc]
+
 
 _functorch = _resolve(torch, "_C._functorch", "to see through torch.func transforms")
 # None outside every torch.func transform (grad, vjp, jvp, vmap), the innermost interpreter inside one.
@@ -51,6 +78,10 @@ peek_interpreter_stack: Callable[[], Any] = _resolve(
 )
 for _name in ("is_batchedtensor", "is_gradtrackingtensor", "maybe_get_bdim", "get_unwrapped"):
     _resolve(_functorch, _name, "the key-reuse checker's view of keys under torch.func")
+# A tensor that escaped a finished torch.func transform, unwrapped (any other tensor as it is).
+unwrap_if_dead: Callable[[torch.Tensor], torch.Tensor] = _resolve(
+    _functorch, "unwrap_if_dead", "to hand an autograd.Function plain tensors"
+)
 
 
 def unwrap_functorch(t: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
@@ -70,7 +101,8 @@ current_graph_task_id: Callable[[], int] = _resolve(
 
 
 # ---- activation checkpointing (torch_rngx/_replay.py) ----
-_top_saved_tensors_hooks = _resolve(
+# (ignore_is_tracing) -> the (pack, unpack) hooks on top of this thread's saved-tensor hook stack, or None.
+top_saved_tensors_hooks: Callable[[bool], Any] = _resolve(
     torch, "_C._autograd._top_saved_tensors_default_hooks", "to find the checkpoint a draw runs in"
 )
 _CheckpointFrame = _resolve(torch.utils.checkpoint, "_CheckpointFrame", "to journal the draws of a checkpoint")
@@ -78,7 +110,7 @@ _CheckpointFrame = _resolve(torch.utils.checkpoint, "_CheckpointFrame", "to jour
 
 def saved_tensors_hooks_active() -> bool:
     """Whether any saved-tensor hooks (a checkpoint's among them) are on the stack."""
-    return _top_saved_tensors_hooks(False) is not None
+    return top_saved_tensors_hooks(False) is not None
 
 
 def checkpoint_frame() -> tuple[Optional[Any], Optional[int]]:
@@ -86,7 +118,7 @@ def checkpoint_frame() -> tuple[Optional[Any], Optional[int]]:
     in the forward, the recomputation's id while recomputing; (None, None) outside any checkpoint. The frame is
     a closure variable of the forward's pack hook (`frame`), and a weak reference in the recomputation's
     (`target_frame_ref`, with the graph task as `gid`)."""
-    hooks = _top_saved_tensors_hooks(False)
+    hooks = top_saved_tensors_hooks(False)
     if hooks is None:
         return None, None
     pack = hooks[0]

@@ -13,7 +13,7 @@ torch.distributed.tensor already), so the rules are there before any call, compi
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
-from . import _ops, _spec
+from . import _spec, _step
 from ._spec import SPECS, blocks_of
 from ._torch import argument_names, shard_order
 
@@ -160,7 +160,7 @@ def _fused(spec):
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
-        key = _ops.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
+        key = _step.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
         return spec.kernel(state=key, **a)
 
     return rule

@@ -30,16 +30,14 @@ The keyword arguments every other sampler shares:
 Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as torch.nn.functional).
 """
 
-from __future__ import annotations
-
 import math
 import operator
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
 
-from . import _autograd, _checks, _reuse, _spec
+from . import _checks, _reuse, _router, _spec
 from ._spec import blocks_of, ops, words_per_element
 
 __all__ = [
@@ -62,7 +60,6 @@ __all__ = [
     "truncated_normal",
     "uniform",
 ]
-Shape = Optional[Sequence[int]]
 _U64 = 1 << 64
 
 
@@ -70,7 +67,7 @@ def __dir__():
     return __all__
 
 
-def blocks_used(numel: int, dtype: torch.dtype, op: str | None = None, *, range: int | None = None) -> int:
+def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, range: Optional[int] = None) -> int:
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
     k the words per element: 2 for float64, int64 and uint64, else 1 (op="normal" too: a pair of elements shares
     2k words); for "truncated_normal" 2; for "randint" 2 when range = high - low <= 2^32 (every 8-, 16- and
@@ -124,7 +121,7 @@ def _check_range(op, dtype, range):
         raise ValueError(f"range (randint's high - low) must be in [1, {top}] for {dtype}, got {range}")
 
 
-def key(seed: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.int64) -> Tensor:
+def key(seed: int, device: Union[torch.device, str, None] = None, dtype: torch.dtype = torch.int64) -> Tensor:
     """Stands in for ``torch.func._random.key``: the key [seed, 0] for an int seed in [0, 2^64), int64 (seeds
     >= 2^63 stored as their bits) or uint64, which is what torch's returns.
 
@@ -176,7 +173,7 @@ def split(state: Tensor, num: int = 2) -> Tensor:
     return ops.split(state.contiguous(), num)
 
 
-def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
+def fold_in(state: Tensor, data: Union[int, Tensor]) -> Tensor:
     """Stands in for ``torch.func._random.fold_in``: one new key per key in `state`, fold_in(s, d) ==
     split(s, d + 1)[d].
 
@@ -193,7 +190,7 @@ def fold_in(state: Tensor, data: int | Tensor) -> Tensor:
     """
     _checks.state(state)
     data = _checks.fold_data(data, state)
-    if _reuse.active is not None and not torch.compiler.is_compiling() and _autograd.plain_tensors():
+    if _reuse.active is not None and not torch.compiler.is_compiling() and _router.plain_tensors():
         # the result is block offset + data of each key
         blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
         _reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
@@ -205,8 +202,8 @@ def bits(
     state: Tensor,
     *,
     dtype: torch.dtype = torch.int32,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.func._random.bits`` (torch 2.15): raw stream bits of `size`. Integer dtypes of up to 32
     bits take one word per element (its low bits), int64/uint64 two, first word high. The default int32 holds
@@ -225,7 +222,7 @@ def bits(
         >>> rf.bits((4,), rf.key(0), dtype=torch.uint8).shape
         torch.Size([4])
     """
-    size, *view = _checks.for_bits(size, state, dtype, global_shape, global_start)
+    size, *view = _checks.size_dtype(size, state, dtype, global_shape, global_start)
     if torch.compiler.is_compiling():
         _reuse.traced(state, "bits")
     elif _reuse.active is not None:
@@ -239,9 +236,9 @@ def uniform(
     low: float = 0.0,
     high: float = 1.0,
     *,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.func._random.uniform`` and ``torch.empty_like(like).uniform_(low, high)``: U[low, high)
     with the dtype (or `dtype`), device and strides of torch.empty_like(like).
@@ -261,12 +258,18 @@ def uniform(
         >>> bool(((u >= -1) & (u < 1)).all())
         True
     """
-    params = _checks.for_uniform(like, state, low, high, dtype, global_shape, global_start)
-    return _autograd.sample("uniform", like, state, *params)
+    return _router.sample(
+        "uniform", like, state, *_checks.like_interval(like, state, low, high, dtype, global_shape, global_start)
+    )
 
 
 def quantize_noise(
-    x: Tensor, state: Tensor, half: float = 0.5, *, global_shape: Shape = None, global_start: Shape = None
+    x: Tensor,
+    state: Tensor,
+    half: float = 0.5,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(x).uniform_(-half, half) + x``, in one pass: x + U[-half, half);
     differentiable, with d/dx = 1.
@@ -285,10 +288,17 @@ def quantize_noise(
         >>> bool((rf.quantize_noise(x, rf.key(0)).abs() <= 0.5).all())
         True
     """
-    return _autograd.sample("quantize_noise", x, state, *_checks.for_noise(x, state, half, global_shape, global_start))
+    return _router.sample("quantize_noise", x, state, *_checks.x_half(x, state, half, global_shape, global_start))
 
 
-def dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None) -> Tensor:
+def dropout(
+    x: Tensor,
+    state: Tensor,
+    p: float,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
     """``torch.nn.functional.dropout`` with a key: keeps x[i] * 1/(1-p) iff u[i] >= p, else 0. Backward recomputes
     the mask from `state`.
 
@@ -305,7 +315,7 @@ def dropout(x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, g
         >>> rf.dropout(torch.ones(4), rf.key(0), 0.0)
         tensor([1., 1., 1., 1.])
     """
-    return _autograd.sample("dropout", x, state, *_checks.for_dropout(x, state, p, global_shape, global_start))
+    return _router.sample("dropout", x, state, *_checks.x_p(x, state, p, global_shape, global_start))
 
 
 def normal(
@@ -314,9 +324,9 @@ def normal(
     mean: float = 0.0,
     std: float = 1.0,
     *,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.func._random.normal`` and ``torch.empty_like(like).normal_(mean, std)``: N(mean,
     std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): paired Box-Muller with the
@@ -336,8 +346,9 @@ def normal(
         >>> rf.normal(torch.empty(2, 3), rf.key(0)).shape
         torch.Size([2, 3])
     """
-    params = _checks.for_normal(like, state, mean, std, dtype, global_shape, global_start)
-    return _autograd.sample("normal", like, state, *params)
+    return _router.sample(
+        "normal", like, state, *_checks.like_mean_std(like, state, mean, std, dtype, global_shape, global_start)
+    )
 
 
 def truncated_normal(
@@ -348,9 +359,9 @@ def truncated_normal(
     a: float = -2.0,
     b: float = 2.0,
     *,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.init.trunc_normal_`` with a key: N(mean, std^2) conditioned on [a, b], a and b
     absolute bounds (torch's convention), by the inverse CDF; every value lies in [a, b]. Not differentiable.
@@ -371,13 +382,18 @@ def truncated_normal(
         True
     """
     spec = _spec.SPECS["truncated_normal"]
-    return _autograd.sample(
+    return _router.sample(
         spec.name, like, state, *spec.check(like, state, mean, std, a, b, dtype, global_shape, global_start)
     )
 
 
 def bernoulli(
-    like: Tensor, state: Tensor, p: float | Tensor = 0.5, *, global_shape: Shape = None, global_start: Shape = None
+    like: Tensor,
+    state: Tensor,
+    p: Union[float, Tensor] = 0.5,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.bernoulli(torch.full_like(like, p))``: 1 where u < p, else 0, in like's (float) dtype,
     with dropout's u: bernoulli(x, key, p) == (dropout(ones, key, p) == 0).
@@ -395,9 +411,9 @@ def bernoulli(
         >>> rf.bernoulli(torch.empty(3), rf.key(0), 1.0)
         tensor([1., 1., 1.])
     """
-    p, *view = _checks.for_bernoulli(like, state, p, global_shape, global_start)
+    p, *view = _checks.like_p(like, state, p, global_shape, global_start)
     kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
-    return _autograd.sample(kind, like, state, _checks.probabilities(p), *view)
+    return _router.sample(kind, like, state, _checks.probabilities(p), *view)
 
 
 def randint(
@@ -407,8 +423,8 @@ def randint(
     high: int,
     *,
     dtype: torch.dtype = torch.int64,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.randint_like(like, low, high)`` with a key: integers uniform on [low, high), shaped
     like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (2 words; int64 with high - low > 2^32:
@@ -429,8 +445,9 @@ def randint(
         >>> int(i.min()) >= 1 and int(i.max()) <= 6
         True
     """
-    params = _checks.for_randint(like, state, low, high, dtype, global_shape, global_start)
-    return _autograd.sample("randint", like, state, *params)
+    return _router.sample(
+        "randint", like, state, *_checks.like_int_range(like, state, low, high, dtype, global_shape, global_start)
+    )
 
 
 def exponential(
@@ -438,9 +455,9 @@ def exponential(
     state: Tensor,
     rate: float = 1.0,
     *,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(like).exponential_(rate)``: Exp(rate) shaped, strided and placed like
     torch.empty_like(like, dtype=dtype): E / rate with E = -ln u, u in (0, 1) from the element's word(s) and the
@@ -461,12 +478,13 @@ def exponential(
         >>> bool((rf.exponential(torch.empty(100), rf.key(0)) > 0).all())
         True
     """
-    params = _checks.for_exponential(like, state, rate, dtype, global_shape, global_start)
-    return _autograd.sample("exponential", like, state, *params)
+    return _router.sample(
+        "exponential", like, state, *_checks.like_rate(like, state, rate, dtype, global_shape, global_start)
+    )
 
 
 def randperm(
-    n: int, state: Tensor, *, dtype: torch.dtype = torch.int64, device: str | torch.device | None = None
+    n: int, state: Tensor, *, dtype: torch.dtype = torch.int64, device: Union[str, torch.device, None] = None
 ) -> Tensor:
     """Stands in for ``torch.randperm``: a permutation of range(n), the indices sorted by their 64-bit keys,
     bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs/stream.md, "randperm"). A batched
@@ -486,7 +504,7 @@ def randperm(
         >>> sorted(rf.randperm(4, rf.key(0)).tolist())
         [0, 1, 2, 3]
     """
-    n = _checks.for_randperm(n, state, dtype, device)
+    n = _checks.permutation(n, state, dtype, device)
     keys = state.contiguous() if state.dim() == 1 else state.reshape(*state.shape[:-1], 1, 2).contiguous()
     words = ops.bits([*state.shape[:-1], n], keys, torch.int64)
     return torch.argsort(words, dim=-1, stable=True).to(dtype)
@@ -511,7 +529,7 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
         >>> rf.multinomial(torch.tensor([0.0, 0.0, 1.0]), rf.key(0), 1).tolist()
         [2]
     """
-    key, draws, need = _checks.for_multinomial(probs, state, num_samples, replacement)
+    key, draws, need = _checks.categories(probs, state, num_samples, replacement)
     _checks.weights(probs, need)
     scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
     if replacement:
@@ -525,7 +543,12 @@ SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to
 
 
 def feature_dropout(
-    x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None
+    x: Tensor,
+    state: Tensor,
+    p: float,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """``torch.nn.functional.dropout2d``'s channel dropout with a key (torch's feature_dropout): one keep/drop
     decision per (n, c), from the dropout stream of an (N, C) tensor, applied to the whole x[n, c]: x * m[n, c],
@@ -545,12 +568,17 @@ def feature_dropout(
         >>> rf.feature_dropout(torch.ones(2, 3, 4), rf.key(0), 0.5).shape
         torch.Size([2, 3, 4])
     """
-    p, *view = _checks.for_feature(x, state, p, global_shape, global_start)
+    p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
     return _feature_dropout(x, state, p, view)
 
 
 def alpha_dropout(
-    x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None
+    x: Tensor,
+    state: Tensor,
+    p: float,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """``torch.nn.functional.alpha_dropout`` with a key and the dropout stream's mask: kept a*x + alpha*a*p,
     dropped -alpha*a*(1-p), a = ((alpha^2 p + 1)(1 - p))^-1/2, so a SELU network keeps zero mean and unit
@@ -569,12 +597,17 @@ def alpha_dropout(
         >>> rf.alpha_dropout(torch.ones(3), rf.key(0), 0.0)
         tensor([1., 1., 1.])
     """
-    p, *view = _checks.for_dropout(x, state, p, global_shape, global_start)
+    p, *view = _checks.x_p(x, state, p, global_shape, global_start)
     return _alpha_dropout(x, _mask_of(x, state, p, view), p)
 
 
 def feature_alpha_dropout(
-    x: Tensor, state: Tensor, p: float, *, global_shape: Shape = None, global_start: Shape = None
+    x: Tensor,
+    state: Tensor,
+    p: float,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """``torch.nn.functional.feature_alpha_dropout`` with a key: alpha_dropout with one decision per (n, c), as
     feature_dropout.
@@ -593,7 +626,7 @@ def feature_alpha_dropout(
         tensor([[1., 1., 1.],
                 [1., 1., 1.]])
     """
-    p, *view = _checks.for_feature(x, state, p, global_shape, global_start)
+    p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
     return _alpha_dropout(x, _channel_mask(x, state, p, view), p)
 
 
@@ -603,18 +636,18 @@ def _channel_mask(x, key, p, view):
     if key.dim() > 1:  # (B0, B1, 1, ..., 2): the key of each (n, c) segment of the (N, C) mask
         key = key.reshape(key.shape[0], key.shape[1], 2)
     view = [None, None] if view[0] is None else [view[0][:2], view[1][:2]]
-    m = _autograd.sample("dropout", x.new_ones((n, c)), key, p, *view)
+    m = _router.sample("dropout", x.new_ones((n, c)), key, p, *view)
     return m.view(n, c, *([1] * (x.dim() - 2)))
 
 
 def _mask_of(x, key, p, view):
-    return _autograd.sample("dropout", torch.ones_like(x), key, p, *view)
+    return _router.sample("dropout", torch.ones_like(x), key, p, *view)
 
 
 def _feature_dropout(x, key, p, view):
     if p == 1:  # as torch: x * 0 (NaN stays NaN)
         return x * 0
-    if _autograd.plain_eager_grad(x):  # backward recomputes the (N, C) scale from the key
+    if _router.eager_grad(x):  # backward recomputes the (N, C) scale from the key
         return _ChannelDropout.apply(x, key, p, view)
     return x * _channel_mask(x, key, p, view)
 

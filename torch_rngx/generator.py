@@ -10,8 +10,7 @@ import os
 import torch
 from torch import Tensor
 
-from . import _checks, _reuse
-from ._ops import ops
+from . import _checks, _reuse, _router
 from ._torch import mark_static_address
 from .functional import fold_in, key, split
 
@@ -145,14 +144,8 @@ class Generator:
             >>> buf.tolist()
             [7, 2]
         """
-        _checks.state(state)
-        if state.dtype != torch.int64 or state.shape != (2,) or not state.is_contiguous():
-            raise ValueError(
-                f"state must be a contiguous int64 tensor of shape (2,) = [seed, offset], got "
-                f"{state.dtype} {tuple(state.shape)} with strides {state.stride()}"
-            )
         g = Generator.__new__(Generator)
-        g.state = state
+        g.state = _checks.generator_state(state)
         return g
 
     @staticmethod
@@ -160,10 +153,6 @@ class Generator:
         g = Generator.__new__(Generator)
         g.state = _fixed_address(state.clone())
         return g
-
-    def _take(self, blocks):
-        """The state for one call, then advances the offset past the blocks that call consumes."""
-        return ops.take_(self.state, blocks)
 
     def __repr__(self):  # eval()s back to an equal Generator
         device = "" if self.device.type == "cpu" else f", device={str(self.device)!r}"
@@ -236,14 +225,5 @@ def check_state_buffer(state_dict, key):
         _reuse.active.forget(value[0])
 
 
-def owner_of(generator):
-    """The state tensor a stateful call advances: a Generator's or an RNG module's; None for generator=None."""
-    if generator is None:
-        return None
-    if isinstance(generator, Generator):
-        return generator.state
-    if isinstance(generator, RNG):
-        return generator.state
-    raise TypeError(
-        f"generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, got {type(generator).__name__}"
-    )
+_router.STREAMS.update((Generator, RNG))  # a call's generator: its `.state` advances
+owner_of = _router.owner_of

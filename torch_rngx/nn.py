@@ -11,10 +11,11 @@ import torch
 from . import _checks
 from . import _init as init
 from ._mode import ROUTED, mode
+from ._router import Owned
+from ._stateful import dropout_from
 from ._torch import own_buffer
 from .functional import fold_in, key
 from .generator import RNG, Generator, check_state_buffer, owner_of, stream_repr
-from .random import dropout_from
 
 __all__ = [
     "RNG",
@@ -42,7 +43,7 @@ class _DropoutNd(torch.nn.Module):
     neither (torch's default generator, so torch.manual_seed reproduces it). Compiled equals eager; eval() is the
     identity and draws nothing."""
 
-    kind: str | None = None  # the random.dropout_from kind
+    kind: str | None = None  # the _stateful.dropout_from kind
     rng_state: torch.Tensor  # with seed=: the module's own stream
 
     def __init__(
@@ -67,8 +68,8 @@ class _DropoutNd(torch.nn.Module):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         state = own_buffer(self, "rng_state")
-        owner = state if state is not None else owner_of(self.generator)
-        return dropout_from(self.kind, input, self.p, self.training, self.inplace, owner)
+        stream = self.generator if state is None else Owned(state)
+        return dropout_from(self.kind, input, self.p, self.training, self.inplace, stream)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         check_state_buffer(state_dict, prefix + "rng_state")

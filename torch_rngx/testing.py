@@ -7,8 +7,7 @@ from typing import Any, Iterator
 import torch
 
 from ._checks import FLOAT_DTYPES
-from ._ops import ops
-from ._spec import SPECS
+from ._spec import SPECS, ops
 from ._torch import argument_names
 
 __all__ = ["layouts", "opcheck_all", "samples"]

@@ -13,8 +13,6 @@ The keyword arguments they share:
         starting at that index (docs/distributed.md).
 """
 
-from __future__ import annotations
-
 import math
 import warnings
 from typing import Optional, Sequence, Union
@@ -23,8 +21,8 @@ import torch
 from torch import Tensor
 
 from . import _checks, functional
-from ._autograd import draw, key_for
-from .generator import RNG, Generator, owner_of
+from ._router import draw, key_for
+from .generator import RNG, Generator
 
 __all__ = [
     "alpha_dropout",
@@ -33,16 +31,18 @@ __all__ = [
     "dropout1d",
     "dropout2d",
     "dropout3d",
+    "exponential_like",
     "feature_alpha_dropout",
+    "multinomial",
     "normal_like",
     "quantize",
     "rand_like",
     "randint_like",
     "randn_like",
+    "randperm",
     "uniform_like",
 ]
-Shape = Optional[Sequence[int]]
-Stream = Optional[Union[Generator, RNG]]
+# Real annotations (no `from __future__ import annotations`): help() then names the types themselves.
 
 
 def uniform_like(
@@ -50,10 +50,10 @@ def uniform_like(
     low: float = 0.0,
     high: float = 1.0,
     *,
-    generator: Stream = None,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(x).uniform_(low, high)``: U[low, high) shaped, strided and placed like
     torch.empty_like(x, dtype=dtype), with the values of functional.uniform on a drawn key.
@@ -72,21 +72,21 @@ def uniform_like(
         >>> bool(((u >= -1) & (u < 1)).all())
         True
     """
-    _checks.strided(x, "x")
-    _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
-    out_dtype = x.dtype if dtype is None else dtype
-    low, high = _checks.interval(low, high, out_dtype)
-    view = _checks.global_view(x.shape, global_shape, global_start)
-    return draw("uniform", x, owner_of(generator), out_dtype, low, high, dtype, *view)
+    return draw(
+        "uniform",
+        x,
+        generator,
+        *_checks.like_interval(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x"),
+    )
 
 
 def rand_like(
     x: Tensor,
     *,
-    generator: Stream = None,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.rand_like``: U[0, 1) shaped, strided and placed like x.
 
@@ -102,8 +102,11 @@ def rand_like(
         >>> torch_rngx.rand_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
         torch.Size([2, 3])
     """
-    return uniform_like(
-        x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape, global_start=global_start
+    return draw(
+        "uniform",
+        x,
+        generator,
+        *_checks.like_interval(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x"),
     )
 
 
@@ -112,10 +115,10 @@ def normal_like(
     mean: float = 0.0,
     std: float = 1.0,
     *,
-    generator: Stream = None,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(x).normal_(mean, std)``: N(mean, std^2) shaped, strided and placed like
     torch.empty_like(x, dtype=dtype), functional.normal's values on a drawn key. Not differentiable.
@@ -134,21 +137,21 @@ def normal_like(
         >>> abs(float(z.mean()) - 5.0) < 0.05
         True
     """
-    _checks.strided(x, "x")
-    out_dtype = x.dtype if dtype is None else dtype
-    _checks.float_dtype(out_dtype, "x's dtype" if dtype is None else "dtype")
-    mean, std = _checks.mean_std(mean, std, out_dtype)
-    view = _checks.global_view(x.shape, global_shape, global_start)
-    return draw("normal", x, owner_of(generator), out_dtype, mean, std, dtype, *view)
+    return draw(
+        "normal",
+        x,
+        generator,
+        *_checks.like_mean_std(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x"),
+    )
 
 
 def randn_like(
     x: Tensor,
     *,
-    generator: Stream = None,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.randn_like``: N(0, 1) shaped, strided and placed like x (normal_like(x, 0, 1)).
 
@@ -164,18 +167,21 @@ def randn_like(
         >>> torch_rngx.randn_like(torch.empty(2, 3, dtype=torch.float64)).dtype
         torch.float64
     """
-    return normal_like(
-        x, 0.0, 1.0, generator=generator, dtype=dtype, global_shape=global_shape, global_start=global_start
+    return draw(
+        "normal",
+        x,
+        generator,
+        *_checks.like_mean_std(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x"),
     )
 
 
 def bernoulli_like(
     x: Tensor,
-    p: float | Tensor = 0.5,
+    p: Union[float, Tensor] = 0.5,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.bernoulli(torch.full_like(x, p))``: 1 where u < p, else 0, shaped like x in x's
     (float) dtype. With a float p the mask is dropout's: bernoulli_like(x, p) == (dropout(ones_like(x), p) == 0)
@@ -193,21 +199,21 @@ def bernoulli_like(
         >>> torch_rngx.bernoulli_like(torch.empty(4), 1.0)
         tensor([1., 1., 1., 1.])
     """
-    _checks.float_tensor(x)
-    p, *view = _checks.for_bernoulli(x, _any_key(x), p, global_shape, global_start)
-    kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
-    return draw(kind, x, owner_of(generator), x.dtype, _checks.probabilities(p), *view)
+    p, *view = _checks.like_p(x, _checks.LATER, p, global_shape, global_start, "x")
+    return draw(
+        "bernoulli_tensor" if isinstance(p, Tensor) else "bernoulli", x, generator, _checks.probabilities(p), *view
+    )
 
 
 def randint_like(
     x: Tensor,
     low: int,
-    high: int | None = None,
+    high: Optional[int] = None,
     *,
-    generator: Stream = None,
+    generator: Optional[Union[Generator, RNG]] = None,
     dtype: torch.dtype = torch.int64,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`
     (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means low = 0. Unlike torch,
@@ -228,21 +234,23 @@ def randint_like(
         >>> i.dtype, bool(((i >= 0) & (i < 10)).all())
         (torch.int64, True)
     """
-    if high is None:  # torch's one-bound form
-        low, high = 0, low
-    _checks.strided(x, "x")
-    params = _checks.for_randint(x, _any_key(x), low, high, dtype, global_shape, global_start)
-    return draw("randint", x, owner_of(generator), dtype, *params)
+    low, high = (0, low) if high is None else (low, high)  # torch's one-bound form
+    return draw(
+        "randint",
+        x,
+        generator,
+        *_checks.like_int_range(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x"),
+    )
 
 
 def exponential_like(
     x: Tensor,
     rate: float = 1.0,
     *,
-    generator: Stream = None,
-    dtype: torch.dtype | None = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(x).exponential_(rate)``: Exp(rate) shaped, strided and placed like
     torch.empty_like(x, dtype=dtype) (functional.exponential's values with a drawn key). Every value is positive
@@ -261,14 +269,17 @@ def exponential_like(
         >>> bool((torch_rngx.exponential_like(torch.empty(1000), 2.0) > 0).all())
         True
     """
-    _checks.strided(x, "x")
-    _checks.float_dtype(x.dtype if dtype is None else dtype, "x's dtype" if dtype is None else "dtype")
-    params = _checks.for_exponential(x, _any_key(x), rate, dtype, global_shape, global_start)
-    return draw("exponential", x, owner_of(generator), x.dtype if dtype is None else dtype, *params)
+    return draw(
+        "exponential", x, generator, *_checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
+    )
 
 
 def randperm(
-    n: int, *, generator: Stream = None, dtype: torch.dtype = torch.int64, device: str | torch.device = "cpu"
+    n: int,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: torch.dtype = torch.int64,
+    device: Union[str, torch.device] = "cpu",
 ) -> Tensor:
     """Stands in for ``torch.randperm``: a permutation of range(n) on `device` (functional.randperm's with a drawn
     key); advances the Generator by blocks_used(n, dtype, "randperm").
@@ -290,12 +301,15 @@ def randperm(
     device = torch.device(device)
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
-    n = _checks.for_randperm(n, _any_key(torch.empty(0, device=device)), dtype)
-    key = key_for(torch.empty(0, device=device), owner_of(generator), n, torch.int64)
-    return functional.randperm(n, key.to(device), dtype=dtype)
+    n = _checks.permutation(n, _checks.LATER, dtype)
+    return functional.randperm(
+        n, key_for(torch.empty(0, device=device), generator, n, torch.int64).to(device), dtype=dtype
+    )
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Stream = None) -> Tensor:
+def multinomial(
+    input: Tensor, num_samples: int, replacement: bool = False, *, generator: Optional[Union[Generator, RNG]] = None
+) -> Tensor:
     """Stands in for ``torch.multinomial`` (functional.multinomial's values with a drawn key); advances the
     Generator by blocks_used(rows * categories * (num_samples if replacement else 1), input.dtype, "multinomial").
 
@@ -312,25 +326,19 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _checks.float_tensor(input, "input")
-    _, draws, _ = _checks.for_multinomial(input, _any_key(input), num_samples, replacement)
-    key = key_for(input, owner_of(generator), input.numel() * draws, torch.float64)
+    _, draws, _ = _checks.categories(input, _checks.LATER, num_samples, replacement)
+    key = key_for(input, generator, input.numel() * draws, torch.float64)
     return functional.multinomial(input, key, num_samples, replacement)
-
-
-def _any_key(x):
-    """A stand-in key for the shared validators (the drawn key is checked when drawn)."""
-    return torch.empty(2, dtype=torch.int64, device=x.device)
 
 
 def quantize(
     x: Tensor,
     mode: str = "noise",
-    means: Tensor | None = None,
+    means: Optional[Tensor] = None,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``CompressAI's EntropyModel.quantize``: "noise" -> x + U[-0.5, 0.5) in one pass (gradient 1);
     "dequantize" -> round(x - means) + means; "symbols" -> round(x - means).int(). Only "noise" draws.
@@ -351,12 +359,11 @@ def quantize(
         >>> bool(((torch_rngx.quantize(x, "noise") - x).abs() <= 0.5).all())
         True
     """
-    if mode not in ("noise", "dequantize", "symbols"):
-        raise ValueError(f'mode must be "noise", "dequantize" or "symbols", got {mode!r}')
-    _checks.float_tensor(x)
-    view = _checks.global_view(x.shape, global_shape, global_start)
     if mode == "noise":
-        return draw("quantize_noise", x, owner_of(generator), x.dtype, 0.5, *view)
+        return draw("quantize_noise", x, generator, *_checks.x_half(x, _checks.LATER, 0.5, global_shape, global_start))
+    if mode not in ("dequantize", "symbols"):
+        raise ValueError(f'mode must be "noise", "dequantize" or "symbols", got {mode!r}')
+    _checks.float_x(x, _checks.LATER, global_shape, global_start)
     if means is not None:
         _checks.tensor(means, "means")
         _checks.broadcasts(means, x.shape, "means", "x's")
@@ -375,9 +382,9 @@ def dropout(
     training: bool = True,
     inplace: bool = False,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout``: each element kept, scaled by 1/(1-p), iff its u >= p, else
     zeroed; the identity, drawing nothing, when not training. Backward recomputes the mask from the 16-byte key.
@@ -396,7 +403,7 @@ def dropout(
         >>> torch_rngx.dropout(torch.ones(4), 1.0)
         tensor([0., 0., 0., 0.])
     """
-    return dropout_from("dropout", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout", input, p, training, inplace, generator, global_shape, global_start)
 
 
 def dropout1d(
@@ -405,9 +412,9 @@ def dropout1d(
     training: bool = True,
     inplace: bool = False,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout1d``: one keep/drop decision per (n, c) of an (N, C, L) input, or per
     channel of a (C, L) one, applied to the whole channel.
@@ -426,7 +433,7 @@ def dropout1d(
         >>> torch_rngx.dropout1d(torch.ones(2, 3, 5), 0.5).shape
         torch.Size([2, 3, 5])
     """
-    return dropout_from("dropout1d", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout1d", input, p, training, inplace, generator, global_shape, global_start)
 
 
 def dropout2d(
@@ -435,9 +442,9 @@ def dropout2d(
     training: bool = True,
     inplace: bool = False,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout2d``: one decision per (n, c) of an (N, C, H, W) input, with torch's
     warnings for other ranks (a 3D input is taken as (N, C, L), as torch does).
@@ -456,7 +463,7 @@ def dropout2d(
         >>> torch_rngx.dropout2d(torch.ones(2, 3, 4, 4), 0.5).shape
         torch.Size([2, 3, 4, 4])
     """
-    return dropout_from("dropout2d", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout2d", input, p, training, inplace, generator, global_shape, global_start)
 
 
 def dropout3d(
@@ -465,9 +472,9 @@ def dropout3d(
     training: bool = True,
     inplace: bool = False,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.functional.dropout3d``: one decision per (n, c) of an (N, C, D, H, W) input, or per
     channel of a (C, D, H, W) one.
@@ -486,7 +493,7 @@ def dropout3d(
         >>> torch_rngx.dropout3d(torch.ones(2, 3, 2, 2, 2), 0.5).shape
         torch.Size([2, 3, 2, 2, 2])
     """
-    return dropout_from("dropout3d", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
+    return dropout_from("dropout3d", input, p, training, inplace, generator, global_shape, global_start)
 
 
 def alpha_dropout(
@@ -495,9 +502,9 @@ def alpha_dropout(
     training: bool = False,
     inplace: bool = False,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.functional.alpha_dropout``: dropout that keeps a SELU network's zero mean and unit
     variance (dropped units take SELU's negative saturation value, then an affine map). As in torch, training
@@ -517,7 +524,7 @@ def alpha_dropout(
         >>> torch_rngx.alpha_dropout(torch.ones(3), 0.5)
         tensor([1., 1., 1.])
     """
-    return dropout_from("alpha_dropout", input, p, training, inplace, owner_of(generator), (global_shape, global_start))
+    return dropout_from("alpha_dropout", input, p, training, inplace, generator, global_shape, global_start)
 
 
 def feature_alpha_dropout(
@@ -526,9 +533,9 @@ def feature_alpha_dropout(
     training: bool = False,
     inplace: bool = False,
     *,
-    generator: Stream = None,
-    global_shape: Shape = None,
-    global_start: Shape = None,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.nn.functional.feature_alpha_dropout``: alpha dropout with one decision per (n, c).
     As in torch, training defaults to False.
@@ -547,48 +554,39 @@ def feature_alpha_dropout(
         >>> torch_rngx.feature_alpha_dropout(torch.ones(2, 3, 4), 0.5, training=True).shape
         torch.Size([2, 3, 4])
     """
-    return dropout_from(
-        "feature_alpha_dropout", input, p, training, inplace, owner_of(generator), (global_shape, global_start)
-    )
+    return dropout_from("feature_alpha_dropout", input, p, training, inplace, generator, global_shape, global_start)
 
 
-def dropout_from(kind, x, p, training, inplace, owner, view=(None, None)):
-    """The dropout family drawing from `owner` (a state tensor advanced in place, or None for torch's
-    generator), under the global view (global_shape, global_start) if given. Draws nothing when not training
-    or x is empty, as torch."""
-    _checks.float_tensor(x, "input")
-    p = _checks.dropout_probability(p)
-    view = _checks.global_view(x.shape, *view)
-    if not isinstance(training, bool) or not isinstance(inplace, bool):
-        raise TypeError(
-            f"training and inplace must be bools, got {type(training).__name__} and {type(inplace).__name__}"
-        )
+def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, global_start=None):
+    """The dropout family drawing from `generator` (as draw takes it: None for torch's generator, a Generator, an
+    nn.RNG or an nn module's Owned state), under the global view (global_shape, global_start) if given. Draws
+    nothing when not training or x is empty, as torch."""
+    p, *view = _checks.dropout_args(x, p, training, inplace, global_shape, global_start)
     if kind in _CHANNEL_RANKS:
         batched = _channel_rank(kind, x.dim())
         if not batched and view[0] is not None:
-            view = ([1, *view[0]], [0, *view[1]])
-        out = _channel(kind, x if batched else x.unsqueeze(0), p, training, owner, view)
+            view = [[1, *view[0]], [0, *view[1]]]
+        out = _channel(kind, x if batched else x.unsqueeze(0), p, training, generator, view)
         out = out if batched else out.squeeze(0)
     elif not training:
         out = x
-    else:
-        if kind == "dropout":
-            out = draw("dropout", x, owner, x.dtype, p, *view)
-        else:  # alpha_dropout
-            key = key_for(x, owner, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
-            out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
+    elif kind == "dropout":
+        out = draw("dropout", x, generator, p, *view)
+    else:  # alpha_dropout
+        key = key_for(x, generator, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
+        out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
     if inplace and out is not x:
         return x.copy_(out)
     return out
 
 
-def _channel(kind, x, p, training, owner, view):
+def _channel(kind, x, p, training, generator, view):
     if not training:
         return x
     if x.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")  # torch's message
     n, c = x.shape[:2] if view[0] is None else view[0][:2]
-    key = key_for(x, owner, n * c, x.dtype)
+    key = key_for(x, generator, n * c, x.dtype)
     if kind == "feature_alpha_dropout":
         return functional._alpha_dropout(x, functional._channel_mask(x, key, p, view), p)
     return functional._feature_dropout(x, key, p, view)

@@ -1,0 +1,180 @@
+"""The route of every sampling call, from the public functions to the ops:
+
+    sample(kind, x, key, *params) -> out          the op with an explicit key, never modified
+    draw(kind, x, generator, *params) -> out      the op with a key drawn now from `generator`
+    key_for(x, generator, numel, dtype) -> key    a key drawn now for `numel` elements of `dtype`, for calls that
+                                                  apply it in their own way (channel and alpha dropout, randperm, ...)
+
+kind: an op of _spec.SPECS, and params its arguments after the key, as its check returns them (ending with the
+global view). generator: None (a fresh seed from torch's default CPU generator), a Generator, an nn.RNG, or an Owned
+state (an nn module's own buffer): a state advances in place by blocks_used(numel, dtype) of the call.
+
+Each call takes one of four routes:
+- compiled (torch.compile traces the ops themselves: a state's step is rngx::take_, a fresh seed rngx::seed_state);
+- torch.func (the autograd.Functions of _functions.py, whose vmap rules follow the randomness flag);
+- plain eager: the bare step and the op below autograd, with its node (_functions.NODE) only when a gradient flows;
+  for a small CPU tensor with no gradient, the op's fused form instead (the step and the draw in one call; for
+  generator=None, on a scratch state holding a fresh seed);
+- eager with a checkpoint, a backward pass or the key-reuse checker running: the step through the checkpoint journal,
+  and the key-reuse checker told what the call reads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _functions, _reuse, _spec, _step
+from ._spec import SPECS
+from ._torch import (
+    AutoDispatchBelowAutograd,
+    bare_op,
+    current_graph_task_id,
+    function_apply,
+    peek_interpreter_stack,
+    top_saved_tensors_hooks,
+    unwrap_if_dead,
+)
+
+
+class Owned:
+    """A state that an nn module owns (its buffer), as the generator of a call: advanced in place like a
+    Generator's."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state):
+        self.state = state
+
+
+# The types a call takes as its generator, each holding the state it advances as `.state` (generator.py adds
+# Generator and nn.RNG, which build on the functions that build on this module).
+STREAMS: set[type] = {Owned}
+_STREAM_ERROR = "generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, got {}"
+
+
+def owner_of(generator):
+    """The state tensor a call with this generator advances; None for generator=None."""
+    if generator is None or type(generator) in STREAMS:
+        return None if generator is None else generator.state
+    if any(isinstance(generator, cls) for cls in STREAMS):
+        return generator.state
+    raise TypeError(_STREAM_ERROR.format(type(generator).__name__))
+
+
+# Per op, without Python between the call and the C++ dispatcher: the op, its fused form, its node's apply.
+_KERNEL = {kind: bare_op(op.kernel.default) for kind, op in SPECS.items()}
+_FUSED = {kind: bare_op(op.fused_kernel.default) for kind, op in SPECS.items() if op.fused is not None}
+_NODE = {kind: function_apply(node) for kind, node in _functions.NODE.items()}
+_STEP = bare_op(torch.ops.rngx.step_.default)
+# Words per element by (op, dtype, wide): wide for a range above randint's narrow one (_spec.Op.wide).
+_WORDS = {
+    (kind, dtype, wide): op.words_per_element(dtype, _spec.RANDINT_NARROW + wide)
+    for kind, op in SPECS.items()
+    for dtype in op.dtypes
+    for wide in ((False, True) if op.wide else (False,))
+}
+FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
+
+
+def sample(kind, x, key, *params):
+    # Keys of any strides give their contiguous copy's values; the key-reuse checker sees the caller's key.
+    if torch.compiler.is_compiling():
+        _reuse.traced(key, kind)
+        return _compiled(kind, x, key.contiguous(), params)
+    if _reuse.active is not None:
+        _record(kind, x, key, params)
+    key = key.contiguous()
+    if peek_interpreter_stack() is not None:  # inside a torch.func transform
+        return _functions.SAMPLE[kind].apply(x, key, *params)
+    return _eager(kind, x, key, params)
+
+
+def draw(kind, x, generator, *params):
+    owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
+    d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
+    dtype = d if type(d) is torch.dtype else x.dtype
+    numel = x.numel() if params[-2] is None else math.prod(params[-2])
+    if torch.compiler.is_compiling():
+        key = _step.key(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
+        return _compiled(kind, x, key, params)
+    if peek_interpreter_stack() is not None:
+        return _functions.DRAW[kind].apply(x, owner, dtype, *params)[0]
+    spec = SPECS[kind]
+    if _reuse.active is not None or top_saved_tensors_hooks(False) is not None or current_graph_task_id() != -1:
+        # the key-reuse checker, a checkpoint's journal or a backward pass: the step as graphs record it
+        return _eager(kind, x, _functions.drawn_key(owner, numel, dtype, kind, params), params)
+    if (  # a small CPU tensor with no gradient: the step (under the C++ lock) and the draw in one call
+        spec.fused is not None
+        and numel <= FUSED_MAX
+        and params[-2] is None
+        and x.is_cpu
+        and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
+    ):
+        if owner is None:
+            return _FUSED[kind](_step.scratch_seed(), x, *params[:-2])
+        if owner.is_cpu:
+            return _FUSED[kind](owner, x, *params[:-2])
+    if owner is None:
+        return _eager(kind, x, _step.fresh_seed(), params)
+    words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
+    return _eager(kind, x, _STEP(owner, (numel * words + 3) // 4), params)
+
+
+def key_for(x, generator, numel, dtype):
+    """Under torch.func.vmap the key follows the randomness flag (_functions.KeyDraw.vmap); x only gives the batch."""
+    owner = owner_of(generator)
+    if torch.compiler.is_compiling():
+        return _step.key(owner, _spec.blocks_of(numel, dtype))
+    if peek_interpreter_stack() is not None:
+        return _functions.KeyDraw.apply(x, owner, numel, dtype)
+    if top_saved_tensors_hooks(False) is not None or current_graph_task_id() != -1:
+        return _step.key(owner, _spec.blocks_of(numel, dtype))  # journaled in a checkpoint
+    if owner is None:
+        return _step.fresh_seed()
+    return _STEP(owner, _spec.blocks_of(numel, dtype))
+
+
+def _eager(kind, x, key, params):
+    """Plain eager: the op's node only when a gradient can flow, else the op below autograd (where its autograd
+    kernel, Python for the differentiable ops, has nothing to do)."""
+    if kind not in _NODE:  # not differentiable: the op falls through autograd in C++
+        return _KERNEL[kind](x, key, *params)
+    if x.requires_grad and torch.is_grad_enabled():
+        return _NODE[kind](unwrap_if_dead(x), key, *params)
+    with AutoDispatchBelowAutograd():
+        return _KERNEL[kind](x, key, *params)
+
+
+def _compiled(kind, x, key, params):
+    if type(x) is not torch.Tensor:
+        for cls, call in _spec.SUBCLASS_CALLS:
+            if isinstance(x, cls):
+                return call(SPECS[kind], x, key, params)
+    return SPECS[kind].kernel(x, key, *params)
+
+
+def _record(kind, x, key, params):
+    """Tells the key-reuse checker (on) the words a call with an explicit key reads: x's elements' or, under a
+    global view, its block's."""
+    d = params[-3] if len(params) >= 3 else None
+    dtype = d if isinstance(d, torch.dtype) else x.dtype
+    _reuse.active.draw(
+        kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:]
+    )
+
+
+def plain_tensors():
+    """Not inside a torch.func transform."""
+    return peek_interpreter_stack() is None
+
+
+def eager_grad(x):
+    """Plain eager code (not compiled, not inside a torch.func transform) where a gradient can flow to x."""
+    return (
+        x.requires_grad
+        and torch.is_grad_enabled()
+        and not torch.compiler.is_compiling()
+        and peek_interpreter_stack() is None
+    )
