@@ -56,6 +56,7 @@ def test_stateless_compiled_equals_eager(dynamic):
             assert_same(run(compiled, x, key), run(stateless, x, key), layout)
 
 
+@pytest.mark.slow("four Inductor compiles of every stateful function")
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("with_generator", [True, False])
 def test_stateful_compiled_equals_eager(dynamic, with_generator):

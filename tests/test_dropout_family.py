@@ -232,6 +232,7 @@ def test_feature_alpha_dropout_is_channel_wise():
 
 # ---- compile, export, checkpoint, torch.func ----
 
+@pytest.mark.slow("twelve Inductor compiles")
 @pytest.mark.parametrize("name", FUNCTIONS)
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_compiled_equals_eager(name, dynamic):
@@ -361,6 +362,7 @@ def test_converted_cnn_trains_bitwise_eager_and_compiled():
         assert torch.equal(a, b)
 
 
+@pytest.mark.slow("trains a transformer under Inductor")
 def test_converted_transformer_trains_eager_and_compiled():
     """Softmax and layer norm are Inductor's own math, so compiled equals eager within rounding; the dropout
     masks (and the streams after the steps) are bitwise the same."""

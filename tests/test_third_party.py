@@ -9,6 +9,8 @@ import transformers  # installed by the Makefile's venv rule
 
 import torch_rngx
 
+pytestmark = pytest.mark.slow("trains Hugging Face models under aot_eager and Inductor")
+
 
 def _bert(attention, hidden_p=0.1, attention_p=0.2):
     config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
