@@ -15,7 +15,7 @@ C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp test-key-reuse wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc lint
+	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc lint
 
 all: build
 
@@ -29,7 +29,13 @@ $(VENV)/.stamp:
 	  hypothesis matplotlib scipy "transformers==$(TRANSFORMERS_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp
+# pytest-xdist: the suite on every core, a module per worker at a time (--dist loadfile), so that a module's
+# fixtures and compiled models are built once. A stamp of its own, so that an existing venv gets it too.
+$(VENV)/.xdist-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q pytest-xdist
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp
 
 $(SO): $(VENV)/.stamp $(SOURCES)
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
@@ -56,10 +62,31 @@ ctest: $(C_TESTS) $(SCALAR_TESTS)
 sanitize: $(SAN_TESTS)
 	@set -e; for t in $(SAN_TESTS); do echo "== $$t"; UBSAN_OPTIONS=print_stacktrace=1 $$t; done
 
-pytest: $(SO)
-	$(PYTHON) -m pytest -q tests --ignore=tests/test_distributed.py
+PYTEST_WORKERS ?= auto
+PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp
+
+pytest: $(PYTEST_DEPS)
+	$(PYTEST) tests --ignore=tests/test_distributed.py
 
 test: ctest pytest
+
+# The edit loop: the suite without the tests marked slow (models trained under Inductor, AOTInductor packages, C++
+# and Triton builds, opcheck over every sample, processes of their own), under 3 minutes on 2 cores
+# (docs/development.md). `make test` runs them all.
+test-quick: $(PYTEST_DEPS)
+	$(PYTEST) tests --ignore=tests/test_distributed.py -m "not slow"
+
+# The tests that compare compiled with eager, on other CPU paths than the machine's best (which `make test` runs):
+# torch's kernels and Inductor's code for AVX2 (ATEN_CPU_CAPABILITY=avx2 steers both), and our Philox on its scalar
+# path (RNGX_SIMD=scalar). ATEN_CPU_CAPABILITY=default is left out: Inductor's C++ then fails to compile ("'at::vec'
+# has not been declared"), an error of torch's own. CI runs this after make test.
+# Inductor's compile cache does not tell the capabilities apart (code cached under AVX-512 is reused under
+# ATEN_CPU_CAPABILITY=avx2, and crashed there once): this run keeps a cache of its own.
+COMPILED_VS_EAGER := -k "compile or inductor or export"
+test-isa: $(PYTEST_DEPS)
+	ATEN_CPU_CAPABILITY=avx2 RNGX_SIMD=scalar TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 \
+	  $(PYTEST) tests --ignore=tests/test_distributed.py $(COMPILED_VS_EAGER)
 
 # ruff (check and format --check) and mypy on torch_rngx/, configured in pyproject.toml; both pinned, installed into
 # the venv on first use. `ruff format torch_rngx` fixes what format --check reports.
@@ -75,15 +102,23 @@ lint: $(VENV)/.lint-stamp
 	$(VENV)/bin/ruff format --check torch_rngx
 	$(VENV)/bin/mypy
 
-# The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the suite and the single-process
-# examples under RNGX_DEBUG_KEY_REUSE=raise (the demo with examples/entropy_bottleneck.py, the Triton kernel through
-# Triton's interpreter, the C++ extension, whose build the suite has made); `make dist` runs ddp_train.py under it.
-# A test that recomputes a draw to compare makes it inside conftest.recompute(); one that cannot says why with
-# @pytest.mark.key_reuse_ok(why), and the checker is off there. Left out: tests/test_opcheck_all.py, minutes of
-# torch.library.opcheck that call torch.ops.rngx directly, below the Python functions the checker hooks.
-test-key-reuse: $(SO)
-	RNGX_DEBUG_KEY_REUSE=raise $(PYTHON) -m pytest -q -p no:cacheprovider tests --ignore=tests/test_distributed.py \
-	  --ignore=tests/test_opcheck_all.py
+# The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the tests of every route that draws
+# for the user (Generators, modules, the mode and convert, checkpointing, torch.func, global views, compiled tracing)
+# and the single-process examples under RNGX_DEBUG_KEY_REUSE=raise (the demo with examples/entropy_bottleneck.py, the
+# Triton kernel through Triton's interpreter, the C++ extension, whose build the suite has made); `make dist` runs
+# ddp_train.py under it. A test that recomputes a draw to compare makes it inside conftest.recompute(); one that
+# cannot says why with @pytest.mark.key_reuse_ok(why), and the checker is off there. A new test file is checked
+# unless it is named here. Left out, as nothing in them draws through our code but on keys the test makes itself:
+# the reference, known-answer, property, statistics and bad-input tests; those marked key_reuse_ok as a whole;
+# tests/test_opcheck_all.py (torch.library.opcheck calls torch.ops.rngx directly, below the Python functions the
+# checker hooks); and the Inductor-arithmetic tests (the checker sees compiled code when it is traced, as under
+# aot_eager, which the same models run in test_third_party.py).
+KEY_REUSE_UNCHECKED := opcheck_all ops stream kat properties stats dist_stats bad_input_harness \
+  simd_paths aoti cpp_extension triton load_library api_doc docs_check import_cycles torch_private device_api_doc \
+  cuda_checks cuda_build interop compressai_mode huge distributed
+test-key-reuse: $(PYTEST_DEPS)
+	RNGX_DEBUG_KEY_REUSE=raise $(PYTEST) -p no:cacheprovider tests \
+	  $(foreach t,$(KEY_REUSE_UNCHECKED),--ignore=tests/test_$(t).py) -k "not inductor"
 	cd examples && RNGX_DEBUG_KEY_REUSE=raise ../$(PYTHON) demo.py
 	RNGX_DEBUG_KEY_REUSE=raise TRITON_INTERPRET=1 $(PYTHON) examples/triton_fused_dropout.py
 	RNGX_DEBUG_KEY_REUSE=raise $(PYTHON) examples/cpp_extension/draw.py

@@ -87,6 +87,7 @@ def recompute():
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "key_reuse_ok(why): reuses keys on purpose; the key-reuse checker is off")
+    config.addinivalue_line("markers", "slow(why): seconds of CPU or more; make test-quick leaves it out")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,80 +1,96 @@
-"""torch.compile(fullgraph=True) == eager, bitwise: outputs, grads and generator state, for every public
-function, dynamic=False and True, on contiguous, channels_last, transposed and sliced inputs."""
+"""torch.compile(fullgraph=True) and torch.export == eager, bitwise, for every op of the table (tests/ops_table.py):
+outputs, strides, gradients and the Generator's state; dynamic=False and True; contiguous, channels_last, transposed
+and sliced inputs; stateless (a key), stateful (a Generator, and generator=None under torch.manual_seed)."""
 import pytest
 import torch
-from conftest import layouts
+from conftest import layouts, make_state
+from ops_table import ROWS, draws
 
 import torch_rngx
-from torch_rngx import functional as F
 
-# _functional draws four ops from one key, twice: every other name draws from a Generator made afresh for each run.
-ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok("draws four ops from one key, twice, eager and compiled")
-
-SEED = 2024
+KEY = make_state(0x9E3779B97F4A7C15, 2**64 - 3)  # the offset wraps past 2^64 inside each call
 
 
-def _quantize_modes(x, g):
+def stateless(x, key):
+    return tuple(draws(x, key).values())
+
+
+STATEFUL = [name for name, row in ROWS.items() if row.stateful is not None]
+
+
+def stateful(x, g):
+    """Every row's stateful function, plus quantize's modes that do not draw and a module drawing from g."""
     means = torch.linspace(-1, 1, x.shape[1]).view(1, -1, 1, 1)
-    return (torch_rngx.quantize(x, generator=g), torch_rngx.quantize(x, "dequantize", means, generator=g),
-            torch_rngx.quantize(x, "symbols", means, generator=g))
+    return (*(ROWS[name].stateful(x, g) for name in STATEFUL),
+            torch_rngx.quantize(x, "dequantize", means, generator=g), torch_rngx.quantize(x, "symbols", means),
+            torch_rngx.nn.Dropout(0.6, generator=g)(x))
 
 
-# name -> fn(x, generator) returning a tuple of tensors. Each draws from the generator (or, with
-# generator=None, from torch's default generator through the ops' seed_state).
-PUBLIC = {
-    "rand_like": lambda x, g: (torch_rngx.rand_like(x, generator=g),),
-    "rand_like_float64": lambda x, g: (torch_rngx.rand_like(x, generator=g, dtype=torch.float64),),
-    "uniform_like": lambda x, g: (torch_rngx.uniform_like(x, -2.0, 3.0, generator=g),),
-    "quantize": _quantize_modes,
-    "dropout": lambda x, g: (torch_rngx.dropout(x, 0.3, generator=g), torch_rngx.dropout(x, 0.3, False, generator=g)),
-    "nn.Dropout": lambda x, g: (torch_rngx.nn.Dropout(0.6, generator=g)(x),),
-    "functional": lambda x, g: _functional(x, g),
-}
-
-
-def _functional(x, g):
-    state = g.state if g is not None else torch.tensor([7, 3])
-    n = torch_rngx.blocks_used(x.numel(), x.dtype)
-    return (F.bits(x.shape, state), F.uniform(x, state, -1.0, 0.5), F.quantize_noise(x, state, 0.25),
-            F.dropout(x, state + torch.tensor([0, n]), 0.5))
-
-
-def run(fn, x, generator_seed):
-    """Calls fn twice (fresh values each time), then takes each differentiable output's gradient separately
-    with a fixed cotangent: summing several contributions would let eager and Inductor round differently."""
+def run(fn, x, arg):
+    """fn's outputs and each differentiable output's gradient, taken separately with a fixed cotangent (a sum of
+    several would let eager and Inductor round differently)."""
     x = x.detach().clone().requires_grad_()
-    g = torch_rngx.Generator(generator_seed) if generator_seed is not None else None
-    if g is None:
-        torch.manual_seed(32)
-    outs = fn(x, g) + fn(x, g)
+    outs = fn(x, arg)
     grads = [torch.autograd.grad(o, x, torch.linspace(-1, 1, o.numel()).view(o.shape).to(o.dtype), retain_graph=True)[0]
              for o in outs if o.requires_grad]
-    return outs, grads, (g.state.clone() if g is not None else None)
+    return outs, grads
 
 
-def assert_same(eager, compiled):
-    (eo, eg, es), (co, cg, cs) = eager, compiled
-    assert len(eo) == len(co)
-    for e, c in zip(eo, co):
-        assert e.dtype == c.dtype and e.shape == c.shape and e.stride() == c.stride()
-        assert torch.equal(e, c)
-    assert len(eg) == len(cg) and all(torch.equal(e, c) for e, c in zip(eg, cg))
-    assert (es is None and cs is None) or torch.equal(es, cs)
+def assert_same(got, want, where):
+    (go, gg), (wo, wg) = got, want
+    assert len(go) == len(wo) and len(gg) == len(wg) > 0
+    for i, (g, w) in enumerate(zip(go, wo)):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.stride() == w.stride(), (where, i)
+        assert torch.equal(g, w), (where, i)
+    for i, (g, w) in enumerate(zip(gg, wg)):  # a gradient's strides are autograd's choice
+        assert torch.equal(g, w), (where, "gradient", i)
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("name", [pytest.param(n, marks=ONE_KEY_FOR_ALL) if n == "functional" else n for n in PUBLIC])
-@pytest.mark.parametrize("with_generator", [True, False])
-def test_compiled_equals_eager(name, dynamic, with_generator):
-    fn = PUBLIC[name]
-    compiled = torch.compile(fn, fullgraph=True, dynamic=dynamic)
+@pytest.mark.key_reuse_ok("draws every op from one key, eager and compiled")
+def test_stateless_compiled_equals_eager(dynamic):
+    torch._dynamo.reset()
+    compiled = torch.compile(stateless, fullgraph=True, dynamic=dynamic)
     for layout, x in layouts().items():
-        seed = SEED if with_generator else None
-        eager = run(fn, x, seed)
-        assert_same(eager, run(compiled, x, seed))
-        if name not in ("quantize", "functional"):  # those return also non-random outputs
-            n = len(eager[0]) // 2
-            assert not torch.equal(eager[0][0], eager[0][n]) or eager[0][0].numel() == 0, "no fresh values"
+        for key in (KEY, make_state(3, 99)):
+            assert_same(run(compiled, x, key), run(stateless, x, key), layout)
+
+
+@pytest.mark.slow("four Inductor compiles of every stateful function")
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("with_generator", [True, False])
+def test_stateful_compiled_equals_eager(dynamic, with_generator):
+    """Two calls each (fresh values each time, the Generator moved as eager moves it); generator=None draws each
+    call's seed from torch's default generator, which torch.manual_seed restarts. On one layout: the ops themselves
+    are compiled in every layout above, and the state the stateful functions add does not depend on it."""
+    torch._dynamo.reset()
+    compiled = torch.compile(stateful, fullgraph=True, dynamic=dynamic)
+    for layout, x in [("channels_last", layouts()["channels_last"])]:
+        runs = []
+        for fn in (compiled, stateful):
+            torch.manual_seed(32)
+            g = torch_rngx.Generator(2024) if with_generator else None
+            runs.append((run(fn, x, g), run(fn, x, g), None if g is None else g.get_state()))
+        (c1, c2, cs), (e1, e2, es) = runs
+        assert_same(c1, e1, layout)
+        assert_same(c2, e2, layout)
+        assert cs is None or torch.equal(cs, es)
+        for name, a, b in zip(STATEFUL, e1[0], e2[0]):
+            assert not torch.equal(a, b), f"{name}: the second call must draw new values"
+
+
+class Stateless(torch.nn.Module):
+    def forward(self, x, key):
+        return stateless(x, key)
+
+
+@pytest.mark.key_reuse_ok("draws every op from one key, eager and exported")
+def test_exported_equals_eager():
+    x = torch.randn(4, 6, 5)
+    ep = torch.export.export(Stateless(), (x, KEY))
+    for key in (KEY, make_state(3, 99)):
+        for name, got, want in zip(ROWS, ep.module()(x, key), stateless(x, key)):
+            assert torch.equal(got, want), name
 
 
 def test_fresh_values_in_compiled_generator_none():

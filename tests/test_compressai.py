@@ -16,6 +16,8 @@ from entropy_bottleneck import EntropyBottleneck, TinyCodec  # noqa: E402
 
 REUSES_KEYS = pytest.mark.key_reuse_ok("recomputes draws to compare eager against compiled training")
 
+pytestmark = pytest.mark.slow("trains a codec under Inductor")
+
 
 def forward_backward(module, x):
     x = x.detach().clone().requires_grad_()

@@ -14,7 +14,7 @@ from conftest import FLOAT_DTYPES, make_state
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "cpp_extension"))
 import draw as example  # noqa: E402
 
-pytestmark = pytest.mark.key_reuse_ok("each test draws the same keys through the header and through the ops, to compare them")
+pytestmark = [pytest.mark.slow("builds a C++ extension"), pytest.mark.key_reuse_ok("each test draws the same keys through the header and through the ops, to compare them")]
 
 KEYS = [(0, 0), (123, 2**32 - 3), (2**64 - 1, 2**64 - 2), (0xDEADBEEF_01234567, 2**64 - 1)]
 

@@ -1,9 +1,10 @@
 """Guarantee: normal, truncated_normal, bernoulli and randint give docs/stream.md's bits (the independent NumPy
-reference, tests/reference.py) for every dtype, in every layout, with batched states, on every Philox path and
-thread count; torch.compile (fullgraph, static and dynamic) and torch.export give eager's bits; the stateful
-functions follow torch.manual_seed, and a Generator advances by blocks_used(numel, dtype, op); bernoulli with a
+reference, tests/reference.py) for every dtype, in every layout, with batched states; vmap over keys gives the
+batched state's bits; the stateful functions follow torch.manual_seed, and a Generator advances by
+blocks_used(numel, dtype, op); bernoulli with a
 float p is dropout's mask, dropped; every truncated normal value lies in [a, b]; torch_rngx.nn.init.trunc_normal_
-fills in place like torch's."""
+fills in place like torch's. Compiled, exported, threaded, on every Philox path and in a global view, these ops
+run with every other op of tests/ops_table.py (test_compile, test_simd_paths, test_threads, test_global_view)."""
 import numpy as np
 import pytest
 import torch
@@ -11,7 +12,6 @@ from conftest import DTYPE_NAMES, FLOAT_DTYPES, INT_VIEW, UINT, layouts, make_st
 from reference import bernoulli_ref, normal_ref, randint_ref, truncated_normal_ref, word
 
 import torch_rngx
-from torch_rngx import _C
 from torch_rngx import functional as F
 
 ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok("draws every op, layout or path from one key, each against the reference")
@@ -247,77 +247,6 @@ def test_trunc_normal_fills_in_place_like_torch():
     a = torch_rngx.nn.init.trunc_normal_(torch.empty(10))
     torch.manual_seed(1)
     assert torch.equal(a, torch_rngx.nn.init.trunc_normal_(torch.empty(10)))
-
-
-def _all_ops(x, state):
-    return (F.normal(x, state, 0.5, 2.0), F.truncated_normal(x, state, 0.0, 1.0, -1.5, 2.0),
-            F.bernoulli(x, state, 0.3), F.bernoulli(x, state, torch.full(x.shape[-1:], 0.7)),
-            F.randint(x, state, -7, 1000), F.randint(x, state, 0, 200, dtype=torch.uint8),
-            F.randint(x, state, -2**40, 2**41))
-
-
-@pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
-@ONE_KEY_FOR_ALL
-def test_compile_fullgraph_equals_eager(dynamic, layout):
-    x = layouts()[layout]
-    compiled = torch.compile(_all_ops, fullgraph=True, dynamic=dynamic)
-    for got, want in zip(compiled(x, STATE), _all_ops(x, STATE)):
-        assert got.stride() == want.stride() and torch.equal(got, want)
-
-
-def _stateful(x, g):
-    return (torch_rngx.randn_like(x, generator=g), torch_rngx.bernoulli_like(x, 0.5, generator=g),
-            torch_rngx.randint_like(x, 0, 10, generator=g), torch_rngx.normal_like(x, 1.0, 2.0, generator=g))
-
-
-@pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("with_generator", [False, True])
-def test_compile_stateful_equals_eager(dynamic, with_generator):
-    x = torch.empty(6, 10)
-    compiled = torch.compile(_stateful, fullgraph=True, dynamic=dynamic)
-    results = []
-    for fn in (compiled, _stateful):
-        torch.manual_seed(9)
-        g = torch_rngx.Generator(4) if with_generator else None
-        results.append((fn(x, g), fn(x, g), g.state.clone() if g is not None else None))
-    (c1, c2, cs), (e1, e2, es) = results
-    for got, want in zip(c1 + c2, e1 + e2):
-        assert torch.equal(got, want)
-    assert cs is None or torch.equal(cs, es)
-
-
-class _Model(torch.nn.Module):
-    def forward(self, x, state):
-        return _all_ops(x, state)
-
-
-@ONE_KEY_FOR_ALL
-def test_export_equals_eager():
-    x = torch.randn(4, 6, 5)
-    ep = torch.export.export(_Model(), (x, STATE))
-    for s in (STATE, make_state(3, 99)):
-        for got, want in zip(ep.module()(x, s), _all_ops(x, s)):
-            assert torch.equal(got, want)
-
-
-@pytest.mark.parametrize("threads", [1, 2, 3])
-@ONE_KEY_FOR_ALL
-def test_thread_count_and_philox_path_do_not_change_values(threads):
-    x = torch.empty(3, 70000)  # several parallel chunks
-    old_threads, old_path = torch.get_num_threads(), _C.simd()
-    try:
-        torch.set_num_threads(1)
-        _C.set_simd("scalar")
-        want = _all_ops(x, STATE)
-        torch.set_num_threads(threads)
-        for path in _C.simd_paths():
-            _C.set_simd(path)
-            for got, w in zip(_all_ops(x, STATE), want):
-                assert torch.equal(got, w), path
-    finally:
-        torch.set_num_threads(old_threads)
-        _C.set_simd(old_path)
 
 
 def test_vmap_over_keys_equals_batched_state():

@@ -1,9 +1,10 @@
 """Guarantee: exponential gives docs/stream.md's bits (the independent NumPy reference, tests/reference.py) for
 every dtype and rate, in every layout, with batched states and under the global view, on every Philox path and
 thread count; every value is positive and finite, so -log of it (a Gumbel sample, F.gumbel_softmax's noise) is
-finite; torch.compile (fullgraph, static and dynamic), torch.export and vmap over keys give eager's bits;
-exponential_like follows torch.manual_seed and advances a Generator by blocks_used; the values are Exp(rate)
-(Kolmogorov-Smirnov)."""
+finite; vmap over keys gives eager's bits; exponential_like follows torch.manual_seed and advances a Generator by
+blocks_used; the values are Exp(rate) (Kolmogorov-Smirnov). Compiled, exported, threaded, on every Philox path and in
+a global view, exponential runs with every other op of tests/ops_table.py (test_compile, test_simd_paths,
+test_threads, test_global_view)."""
 import math
 
 import numpy as np
@@ -14,11 +15,10 @@ from reference import exponential_ref
 from scipy import stats
 
 import torch_rngx
-from torch_rngx import _C
 from torch_rngx import functional as F
 
 ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok(
-    "compares a draw with itself in other dtypes, compiled, exported, vmapped and threaded, on one key")
+    "compares a draw with itself in other dtypes, batched and vmapped, on one key")
 
 STATE = make_state(0x0123456789ABCDEF, 2**64 - 2)  # offsets wrap past 2^64 inside the call
 RATES = [1.0, 0.25, 3e4, 1e-38, 1e44]  # the last two leave float32's range: the clamps
@@ -102,68 +102,6 @@ def test_not_differentiable():
     x = torch.randn(4, 5, requires_grad=True)
     for out in (F.exponential(x, STATE), torch_rngx.exponential_like(x)):
         assert not out.requires_grad and out.grad_fn is None
-
-
-def _calls(x, state):
-    return F.exponential(x, state), F.exponential(x, state, 0.5, dtype=torch.float64), F.exponential(x.half(), state)
-
-
-@pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
-@ONE_KEY_FOR_ALL
-def test_compile_fullgraph_equals_eager(dynamic, layout):
-    x = layouts()[layout]
-    compiled = torch.compile(_calls, fullgraph=True, dynamic=dynamic)
-    for got, want in zip(compiled(x, STATE), _calls(x, STATE)):
-        assert got.stride() == want.stride() and torch.equal(got, want)
-
-
-@pytest.mark.parametrize("with_generator", [False, True])
-def test_compile_stateful_equals_eager(with_generator):
-    def fn(x, g):
-        return torch_rngx.exponential_like(x, 3.0, generator=g), torch_rngx.exponential_like(x, generator=g)
-
-    x = torch.empty(6, 10)
-    results = []
-    for f in (torch.compile(fn, fullgraph=True), fn):
-        torch.manual_seed(9)
-        g = torch_rngx.Generator(4) if with_generator else None
-        results.append((*f(x, g), *f(x, g)))
-    for got, want in zip(*results):
-        assert torch.equal(got, want)
-
-
-class _Model(torch.nn.Module):
-    def forward(self, x, state):
-        return _calls(x, state)
-
-
-@ONE_KEY_FOR_ALL
-def test_export_equals_eager():
-    x = torch.randn(4, 6, 5)
-    ep = torch.export.export(_Model(), (x, STATE))
-    for s in (STATE, make_state(3, 99)):
-        for got, want in zip(ep.module()(x, s), _calls(x, s)):
-            assert torch.equal(got, want)
-
-
-@pytest.mark.parametrize("threads", [1, 2, 3])
-@ONE_KEY_FOR_ALL
-def test_thread_count_and_philox_path_do_not_change_values(threads):
-    x = torch.empty(3, 70000)
-    old_threads, old_path = torch.get_num_threads(), _C.simd()
-    try:
-        torch.set_num_threads(1)
-        _C.set_simd("scalar")
-        want = _calls(x, STATE)
-        torch.set_num_threads(threads)
-        for path in _C.simd_paths():
-            _C.set_simd(path)
-            for got, w in zip(_calls(x, STATE), want):
-                assert torch.equal(got, w), path
-    finally:
-        torch.set_num_threads(old_threads)
-        _C.set_simd(old_path)
 
 
 @ONE_KEY_FOR_ALL

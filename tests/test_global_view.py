@@ -1,14 +1,15 @@
-"""Global view (docs/stream.md, "Global view"; docs/guarantees.md, "Sharding invariance"): every op on a block of a
+"""Global view (docs/stream.md, "Global view"; docs/guarantees.md, "Sharding invariance"): every elementwise op of
+tests/ops_table.py on a block of a
 global tensor, given global_shape and global_start, returns exactly that block of the op on the global tensor:
 on any dims, uneven blocks, any layout of the block, batched keys, every thread count, with dropout's backward;
 eager, compiled (fullgraph, static and dynamic) and exported; under vmap; and stateful calls advance a Generator
-by the global tensor's blocks; normal, truncated_normal, bernoulli and randint (more words per element) included.
-Bad views are rejected by name, in Python and in C++. CPU only."""
+by the global tensor's blocks. Bad views are rejected by name, in Python and in C++. CPU only."""
 import itertools
 
 import pytest
 import torch
 from conftest import FLOAT_DTYPES, recompute
+from ops_table import ROWS, draws
 
 import torch_rngx
 from torch_rngx import functional as F
@@ -58,22 +59,11 @@ LAYOUTS = ["contiguous", "transposed", "sliced", "channels_last"]
 
 
 def ops_on(x, key, dtype, view, channels=True):
-    """Each functional sampler on x (its shape) with `view` (a dict of the global arguments, or empty); channel
-    dropout only where asked (its keys may vary along (N, C) only)."""
-    yield "uniform", F.uniform(x, key, -2.0, 3.0, **view)
-    yield "noise", F.quantize_noise(x, key, 0.5, **view)
-    yield "dropout", F.dropout(x, key, 0.3, **view)
-    yield "alpha_dropout", F.alpha_dropout(x, key, 0.3, **view)
-    yield "normal", F.normal(x, key, 0.5, 2.0, **view)
-    yield "truncated_normal", F.truncated_normal(x, key, 0.0, 1.0, -1.0, 2.5, **view)
-    yield "bernoulli", F.bernoulli(x, key, 0.3, **view)
-    yield "randint", F.randint(x, key, -5, 1000, **view)
-    yield "randint_wide", F.randint(x, key, -2**40, 2**41, **view)
-    if x.dim() >= 2 and channels:
-        yield "feature_dropout", F.feature_dropout(x, key, 0.4, **view)
-        yield "feature_alpha_dropout", F.feature_alpha_dropout(x, key, 0.4, **view)
-    if dtype == torch.float32:
-        yield "bits", F.bits(list(x.shape), key, dtype=torch.int64, **view)
+    """(name, output) of every elementwise op of tests/ops_table.py on x (its shape) with `view` (a dict of the
+    global arguments, or empty); channel dropout only where asked (its keys may vary along (N, C) only); bits once."""
+    for name, out in draws(x, key, view=True, channels=channels, **view).items():
+        if name != "bits" or dtype == torch.float32:
+            yield name, out
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -90,7 +80,7 @@ def test_block_equals_slice_of_global(shape, dtype):
             assert out.shape == want.shape and torch.equal(out.contiguous().view(-1).view(torch.uint8),
                                                            want.contiguous().view(-1).view(torch.uint8)), \
                 (name, start, size, layout)
-            if name in ("uniform", "noise", "dropout"):
+            if ROWS[name].view and ROWS[name].spec == name != "bits":  # a kernel's output follows x's layout
                 assert out.stride() == torch.empty_like(x).stride(), (name, layout)
 
 
@@ -148,23 +138,18 @@ def test_any_thread_count(threads):
     assert torch.equal(got, want)
 
 
-def test_stateful_calls_advance_by_the_global_blocks():
-    shape = (5, 7)
-    for fn in (torch_rngx.rand_like, torch_rngx.quantize,
-               lambda x, **kw: torch_rngx.dropout(x, 0.3, **kw), lambda x, **kw: torch_rngx.dropout1d(x, 0.3, **kw),
-               lambda x, **kw: torch_rngx.alpha_dropout(x, 0.3, True, **kw), torch_rngx.randn_like,
-               lambda x, **kw: torch_rngx.normal_like(x, 1.0, 2.0, dtype=torch.float64, **kw),
-               lambda x, **kw: torch_rngx.bernoulli_like(x, 0.3, **kw),
-               lambda x, **kw: torch_rngx.randint_like(x, 0, 9, **kw)):
-        g = torch.randn(shape)
-        ref_gen = torch_rngx.Generator(3)
-        want = [fn(g, generator=ref_gen) for _ in range(2)]
-        for start, size in blocks(shape):
-            gen = torch_rngx.Generator(3)
-            for w in want:
-                got = fn(cut(g, start, size), generator=gen, global_shape=shape, global_start=start)
-                assert torch.equal(got, cut(w, start, size)), (start, size)
-            assert torch.equal(gen.get_state(), ref_gen.get_state())
+@pytest.mark.parametrize("name", [n for n, row in ROWS.items() if row.view and row.stateful and row.stateful_view])
+def test_stateful_calls_advance_by_the_global_blocks(name):
+    shape, fn = (5, 7), ROWS[name].stateful
+    g = torch.randn(shape)
+    ref_gen = torch_rngx.Generator(3)
+    want = [fn(g, ref_gen) for _ in range(2)]
+    for start, size in blocks(shape):
+        gen = torch_rngx.Generator(3)
+        for w in want:
+            got = fn(cut(g, start, size), gen, global_shape=shape, global_start=start)
+            assert torch.equal(got, cut(w, start, size)), (start, size)
+        assert torch.equal(gen.get_state(), ref_gen.get_state())
 
 
 def test_checkpointing_recomputes_the_same_block():

@@ -80,8 +80,10 @@ def test_functional_false_only_replaces_modules():
 
 
 def _steps(model, compiled, n=3):
+    """Losses of n SGD steps; compiled: the captured graph run by eager's kernels (aot_eager), so that only the
+    routing can make them differ (test_mode.py compiles every routed call with Inductor)."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    f = torch.compile(model, fullgraph=True) if compiled else model
+    f = torch.compile(model, fullgraph=True, backend="aot_eager") if compiled else model
     losses = []
     for _ in range(n):
         opt.zero_grad()

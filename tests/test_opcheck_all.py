@@ -6,6 +6,7 @@ import torch_rngx
 from torch_rngx.testing import samples
 
 
+@pytest.mark.slow("torch.library.opcheck on every sample: about 100 s")
 def test_opcheck_all_passes_on_every_sample():
     n = torch_rngx.testing.opcheck_all()
     assert n == len(list(samples())) and n > 300
@@ -27,8 +28,12 @@ def test_samples_cover_every_op_dtype_layout_and_state_kind():
     assert {s.dtype for s in states} == {torch.int64, torch.uint64}
 
 
-def test_opcheck_all_reports_a_broken_fake_kernel():
-    """A fake kernel whose strides disagree with the real kernel must be caught."""
+def test_opcheck_all_reports_a_broken_fake_kernel(monkeypatch):
+    """A fake kernel whose strides disagree with the real kernel must be caught (opcheck_all over the samples of the
+    broken op alone: the test above runs it over all of them)."""
+    everything = list(samples())
+    monkeypatch.setattr(torch_rngx.testing, "samples", lambda device="cpu": (
+        (op, args) for op, args in everything if op.name() in ("rngx::seed_state", "rngx::quantize_noise")))
     lib = torch.library.Library("rngx", "IMPL")
     try:
         torch.library.register_fake("rngx::quantize_noise", lambda x, state, half: torch.empty(x.shape, dtype=x.dtype),

@@ -1,9 +1,9 @@
 """Guarantee: randperm and multinomial give docs/stream.md's values (the independent NumPy reference,
 tests/reference.py): randperm sorts range(n) by the int64 keys of bits(), ties by index; multinomial runs the
 exponential race (argmin of E / p, the smallest ones in order without replacement). Batched keys give each row its
-own key; torch.compile (fullgraph, static and dynamic), torch.export and vmap over keys give eager's values; 1 to 3
-threads and every Philox path agree; the stateful versions follow torch.manual_seed and advance a Generator by
-blocks_used. Statistics: each position of randperm is uniform (chi-square), multinomial's frequencies match the
+own key; vmap over keys gives eager's values; the stateful versions follow torch.manual_seed and advance a Generator
+by blocks_used. Compiled, exported, threaded and on every Philox path, both run with every other op of
+tests/ops_table.py (test_compile, test_simd_paths, test_threads). Statistics: each position of randperm is uniform (chi-square), multinomial's frequencies match the
 weights with and without replacement (chi-square; without replacement against the exact first-two-draws law)."""
 import itertools
 
@@ -15,7 +15,6 @@ from reference import multinomial_ref, randperm_ref
 from scipy import stats
 
 import torch_rngx
-from torch_rngx import _C
 from torch_rngx import functional as F
 
 STATE = make_state(0xDEADBEEFCAFEF00D, 2**64 - 1)
@@ -82,31 +81,6 @@ def test_multinomial_ties_go_to_the_lowest_index():
     assert F.multinomial(w, STATE, 8, True).tolist() == [2] * 8
 
 
-def _calls(probs, state):
-    return (F.randperm(37, state), F.randperm(9, state, dtype=torch.int32), F.multinomial(probs, state, 3),
-            F.multinomial(probs, state, 5, True))
-
-
-@pytest.mark.parametrize("dynamic", [False, True])
-def test_compile_fullgraph_equals_eager(dynamic):
-    compiled = torch.compile(_calls, fullgraph=True, dynamic=dynamic)
-    for s in (STATE, make_state(3, 99)):
-        for got, want in zip(compiled(WEIGHTS, s), _calls(WEIGHTS, s)):
-            assert got.dtype == want.dtype and torch.equal(got, want)
-
-
-class _Model(torch.nn.Module):
-    def forward(self, probs, state):
-        return _calls(probs, state)
-
-
-def test_export_equals_eager():
-    ep = torch.export.export(_Model(), (WEIGHTS, STATE))
-    for s in (STATE, make_state(3, 99)):
-        for got, want in zip(ep.module()(WEIGHTS, s), _calls(WEIGHTS, s)):
-            assert torch.equal(got, want)
-
-
 def test_stateful_follow_manual_seed_and_generator():
     fns = {"randperm": (lambda g: torch_rngx.randperm(30, generator=g), 30, torch.int64),
            "multinomial": (lambda g: torch_rngx.multinomial(WEIGHTS, 3, generator=g), WEIGHTS.numel(), torch.float32),
@@ -126,37 +100,6 @@ def test_stateful_follow_manual_seed_and_generator():
     assert torch.equal(torch_rngx.randperm(30, generator=torch_rngx.Generator(17)), F.randperm(30, make_state(17, 0)))
     assert torch_rngx.blocks_used(5, torch.int32, "randperm") == 3
     assert torch_rngx.blocks_used(5, torch.float16, "multinomial") == 3
-
-
-def test_compile_stateful_equals_eager():
-    def fn(g):
-        return torch_rngx.randperm(20, generator=g), torch_rngx.multinomial(WEIGHTS, 2, generator=g)
-
-    results = []
-    for f in (torch.compile(fn, fullgraph=True), fn):
-        g = torch_rngx.Generator(4)
-        results.append((*f(g), *f(g), g.state.clone()))
-    for got, want in zip(*results):
-        assert torch.equal(got, want)
-
-
-@pytest.mark.parametrize("threads", [1, 2, 3])
-def test_thread_count_and_philox_path_do_not_change_values(threads):
-    probs = torch.rand(40, 3000, generator=torch.Generator().manual_seed(1))
-    old_threads, old_path = torch.get_num_threads(), _C.simd()
-    try:
-        torch.set_num_threads(1)
-        _C.set_simd("scalar")
-        want = (F.randperm(70000, STATE), F.multinomial(probs, STATE, 5), F.multinomial(probs, STATE, 3, True))
-        torch.set_num_threads(threads)
-        for path in _C.simd_paths():
-            _C.set_simd(path)
-            got = (F.randperm(70000, STATE), F.multinomial(probs, STATE, 5), F.multinomial(probs, STATE, 3, True))
-            for g, w in zip(got, want):
-                assert torch.equal(g, w), path
-    finally:
-        torch.set_num_threads(old_threads)
-        _C.set_simd(old_path)
 
 
 def test_vmap_over_keys_equals_per_key_calls():

@@ -1,5 +1,6 @@
 """Every Philox path (scalar, AVX2, AVX-512: those this CPU runs) under 1, 2 and 3 intra-op threads gives the
-bits of the scalar path on one thread, for every op (and dropout's backward, and bits in 32- and 64-bit dtypes),
+bits of the scalar path on one thread, for every op of tests/ops_table.py (and dropout's backward, and bits in 32- and
+64-bit dtypes),
 dtype and layout, including the tiled walk of long strided rows (channels_last), offsets (in blocks) across the
 counter's 32-bit carry and the wrap at 2^64, batched per-row states (events that start mid-vector), and global
 views (runs that start mid-block).
@@ -14,6 +15,7 @@ import torch
 
 import reference
 from conftest import make_state
+from ops_table import draws
 from torch_rngx import _C
 from torch_rngx import functional as F
 
@@ -65,16 +67,22 @@ def global_view_of(x, per_row):
 
 
 def outputs(x, state):
-    """Every op's result on x, under a global view too, and dropout's gradient (the mask recomputed in backward)."""
+    """Every kernel's result on x, under a global view too, bits in 32 bits, and dropout's gradient (the mask
+    recomputed in backward)."""
     view = global_view_of(x, isinstance(state, str))
     if isinstance(state, str):
         state = per_row_state(x)
     xg = x.detach().clone().requires_grad_(True)
     y = F.dropout(xg, state, 0.3)
     y.backward(torch.arange(y.numel(), dtype=y.dtype).view(y.shape))
-    return [F.uniform(x, state, -1.5, 2.0), F.quantize_noise(x, state, 0.5), y.detach(), xg.grad,
-            F.bits(x.shape, state), F.bits(x.shape, state, dtype=torch.int64),
-            F.uniform(x, state, **view), F.dropout(x, state, 0.3, **view), F.normal(x, state, **view)]
+    return [y.detach(), xg.grad, F.bits(x.shape, state), *draws(x, state, composite=False).values(),
+            *draws(x, state, composite=False, **view).values()]
+
+
+def composites():
+    """The composites (torch's arithmetic around the kernels above) once, on an input large enough to split."""
+    x = torch.randn(40, 3000, generator=torch.Generator().manual_seed(6))
+    return [*draws(x, STATES[0], composite=True).values(), *draws(x, STATES[2], composite=True).values()]
 
 
 def run_all(path, threads):
@@ -82,7 +90,8 @@ def run_all(path, threads):
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return {(name, s): outputs(x, state) for name, x in inputs() for s, state in enumerate(STATES)}
+        return {**{(name, s): outputs(x, state) for name, x in inputs() for s, state in enumerate(STATES)},
+                "composites": composites()}
     finally:
         torch.set_num_threads(old)
 
@@ -124,7 +133,8 @@ def test_all_paths_are_offered_where_the_cpu_has_them():
         flags = open("/proc/cpuinfo").read().split()
         assert ("avx2" in PATHS) == ("avx2" in flags)
         assert ("avx512" in PATHS) == ("avx512f" in flags)
-    assert _C.simd() == PATHS[-1]  # the fastest by default
+    chosen = os.environ.get("RNGX_SIMD")
+    assert _C.simd() == (chosen if chosen in PATHS else PATHS[-1])  # RNGX_SIMD's choice, else the fastest
 
 
 def simd_in_a_new_process(value):

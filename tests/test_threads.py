@@ -1,10 +1,11 @@
 """Threads: Python threads running ops at once give what serial calls give; the intra-op thread count does
-not change a bit; a Generator shared by threads hands every eager call its own blocks (docs/guarantees.md)."""
+not change a bit of any op of tests/ops_table.py; a Generator shared by threads hands every eager call its own blocks (docs/guarantees.md)."""
 import sys
 import threading
 
 import pytest
 import torch
+from ops_table import draws
 
 import torch_rngx
 from torch_rngx import functional as F
@@ -98,8 +99,7 @@ def test_intra_op_thread_count_does_not_change_values(threads):
     x = torch.randn(70, 5, 401).transpose(0, 1)[:, ::2]  # 70,350 elements, strided: three tasks
     state = torch.tensor([12345, 3], dtype=torch.int64)
     batched = torch.stack([state * (k + 1) for k in range(35)]).view(1, 35, 1, 2)  # dim 0 broadcast: values repeat
-    ops = lambda: [F.uniform(x, state), F.quantize_noise(x, state), F.dropout(x, state, 0.4),  # noqa: E731
-                   F.bits([x.numel()], state), F.uniform(x, batched), F.dropout(x, batched, 0.4)]
+    ops = lambda: [*draws(x, state).values(), *draws(x, batched, view=True, channels=False).values()]  # noqa: E731
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(1)

@@ -159,7 +159,7 @@ def test_params_name_bad_arguments():
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from triton_fused_dropout import fused_dropout_add  # noqa: E402
 
-pytestmark = pytest.mark.key_reuse_ok("each test draws the same keys through Triton and through the ops, to compare them")
+pytestmark = [pytest.mark.slow("runs Triton kernels through its interpreter"), pytest.mark.key_reuse_ok("each test draws the same keys through Triton and through the ops, to compare them")]
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
