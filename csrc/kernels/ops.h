@@ -1,6 +1,6 @@
-/* The ops' C interface over raw pointers: jobs and keys, the layout and key lookups (walk.c), the parameter
- * derivation (params.c) and the per-op CPU loops (loops.c). Each op call fills the logical elements [begin, end)
- * of one output, so callers may split a tensor into any chunks, on any threads, and get the same bits. */
+/* The ops' C interface over raw pointers: jobs and keys, the layout and key lookups (walk.c, job.c), the
+ * parameter derivation (params.c) and the per-op CPU loops (loops.c). Each op call fills the logical elements
+ * [begin, end) of one output, so callers may split a tensor into any chunks, on any threads, and get the same bits. */
 #ifndef RNGX_OPS_H
 #define RNGX_OPS_H
 
