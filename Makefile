@@ -7,7 +7,12 @@ TORCH_VERSION ?= 2.13.0
 TRITON_VERSION ?= 3.9.0
 SO := torch_rngx/_C.abi3.so
 KERNELS := $(wildcard csrc/kernels/*.c)
-SOURCES := setup.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/*.h csrc/kernels/*.h)
+SOURCES := setup.py tools/build_backend.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/*.h csrc/kernels/*.h)
+# The wheels' name (make wheel) and nvcc, if any (the CUDA targets need it).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+PLATFORM := $(shell $(PY) -c "import sysconfig; print(sysconfig.get_platform().replace('-', '_').replace('.', '_'))")
+WHEEL_NAME := torch_rngx-$(VERSION)-cp39-abi3-$(PLATFORM).whl
+NVCC := $(or $(shell command -v nvcc),$(wildcard /usr/local/cuda/bin/nvcc))
 
 # The C tests cross-check against Random123 when its header is installed (Debian: librandom123-dev).
 RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
@@ -15,7 +20,8 @@ C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
 .PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
-	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check docs-check api-doc lint
+	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check install-check docs-check \
+	api-doc lint
 
 all: build
 
@@ -167,8 +173,9 @@ cuda-emu: $(EMU_DIR)/test_cuda_emu
 	$<
 
 # The CUDA path, proven to compile and link without a GPU (CI). It gets its own venv with torch's CUDA build
-# (~5.5 GB, from the local wheel store) and its own build folder, so .venv and torch_rngx/_C.abi3.so are never
-# touched; tests/test_cuda_build.py then imports that build on the CPU. `make test` never comes here.
+# (~5.5 GB, from the local wheel store); the CUDA wheel (make wheel-cuda: torch_rngx._C and _C_cuda) is unpacked
+# into its own folder, so .venv and torch_rngx/_C.abi3.so are never touched, and tests/test_cuda_build.py imports
+# it from there on the CPU. install-check installs the same wheel. `make test` never comes here.
 CUDA_VENV := .venv-cuda
 CUDA_TORCH_VERSION ?= 2.14.1
 CUDA_BUILD := build/cuda
@@ -177,10 +184,6 @@ $(CUDA_VENV)/.stamp:
 	$(PY) -m venv $(CUDA_VENV)
 	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" setuptools wheel numpy pytest
 	touch $@
-
-# --force: setuptools alone would miss a change to a header.
-$(CUDA_BUILD)/lib/$(SO): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh csrc/*.h) $(wildcard torch_rngx/*.py)
-	USE_CUDA=1 $(CUDA_VENV)/bin/python setup.py -q build --force --build-base $(CUDA_BUILD) --build-lib $(CUDA_BUILD)/lib
 
 # One abi3 binary, two torch versions: the CPU build made against torch $(TORCH_VERSION) (.venv) runs the stream and
 # op tests under torch $(CUDA_TORCH_VERSION) (.venv-cuda), imported from this folder.
@@ -220,7 +223,10 @@ dist: $(SO) $(CUDA_VENV)/.stamp
 	$(PYTHON) examples/dtensor_dropout.py
 	RNGX_DEBUG_KEY_REUSE=raise $(PYTHON) examples/ddp_train.py
 
-cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/$(SO)
+$(CUDA_BUILD)/lib/.stamp: dist/cuda/$(WHEEL_NAME)
+	rm -rf $(@D) && mkdir -p $(@D) && $(PYTHON) -m zipfile -e $< $(@D) && touch $@
+
+cuda-build-check: cuda-emu abi-check $(CUDA_BUILD)/lib/.stamp
 	RNGX_CUDA_BUILD=$(CUDA_BUILD)/lib PYTHONPATH=$(CUDA_BUILD)/lib $(CUDA_VENV)/bin/pytest -q --noconftest -p no:cacheprovider tests/test_cuda_build.py
 
 # ---- Deployment (docs/deploy.md) ----
@@ -241,14 +247,12 @@ aoti-cpp: $(SO) $(AOTI_CPP)
 	RNGX_AOTI_CPP=$(AOTI_CPP) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_aoti.py
 
 # Wheels: dist/torch_rngx-<version>-cp39-abi3-<platform>.whl, the CPU build against torch $(TORCH_VERSION) (.venv);
-# with nvcc, also the CUDA build against torch's CUDA build (.venv-cuda) in dist/cuda/. Each starts from an
-# empty setuptools build folder, so no object of another torch or variant is reused.
-VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
-PLATFORM := $(shell $(PY) -c "import sysconfig; print(sysconfig.get_platform().replace('-', '_').replace('.', '_'))")
-WHEEL_NAME := torch_rngx-$(VERSION)-cp39-abi3-$(PLATFORM).whl
-NVCC := $(or $(shell command -v nvcc),$(wildcard /usr/local/cuda/bin/nvcc))
+# with nvcc, also the CUDA build against torch's CUDA build (.venv-cuda) in dist/cuda/: the same CPU library _C
+# plus _C_cuda. setup.py compiles each from scratch and drops a _C_cuda it did not build, so no object or library
+# of another torch or variant is reused; each also starts from an empty build/lib, which keeps a module removed
+# from torch_rngx/ out of the wheel.
 # pip wheel for the checkout at hand: $(1) python, $(2) USE_CUDA, $(3) output folder.
-build_wheel = rm -rf build/lib.* build/temp.* build/bdist.* && USE_CUDA=$(2) $(1) -m pip wheel -q --no-build-isolation --no-deps -w $(3) .
+build_wheel = rm -rf build/lib.* build/bdist.* && USE_CUDA=$(2) $(1) -m pip wheel -q --no-build-isolation --no-deps -w $(3) .
 
 dist/$(WHEEL_NAME): $(VENV)/.stamp $(SOURCES) $(wildcard torch_rngx/*.py) pyproject.toml
 	$(call build_wheel,$(PYTHON),0,dist)
@@ -268,6 +272,18 @@ wheel-test: dist/$(WHEEL_NAME) $(CUDA_VENV)/.stamp
 
 # What CI runs for deployment: the wheel test and AOTInductor in Python and C++.
 deploy-check: wheel-test aoti-cpp
+
+# The README's install line and the CUDA wheel where users meet them (docs/deploy.md, "Installing from source"):
+# (i) `pip install .` (build isolation on) from a copy of this checkout into a fresh venv over the CPU torch
+#     $(TORCH_VERSION): a CPU-only build though nvcc is here, no torch fetched; the README's quick start runs, and
+#     inside the tree the ImportError names the shadowing (tests/install_check.sh);
+# with nvcc, the CUDA wheel (built against torch $(CUDA_TORCH_VERSION)'s CUDA build, as cuda-build-check uses it)
+# (ii) over the CPU torch $(TORCH_VERSION): it loads _C alone and runs the stream, op and library-alone tests;
+# (iii) over torch's CUDA build: _C_cuda loads and the CUDA kernels are registered (tests/wheel_check.sh).
+install-check: $(VENV)/.stamp $(if $(NVCC),dist/cuda/$(WHEEL_NAME) $(CUDA_VENV)/.stamp)
+	tests/install_check.sh $(VENV)
+	$(if $(NVCC),tests/wheel_check.sh $(VENV) dist/cuda/$(WHEEL_NAME))
+	$(if $(NVCC),tests/wheel_check.sh $(CUDA_VENV) dist/cuda/$(WHEEL_NAME))
 
 # The oldest torch the README claims and the newest release, each in its own venv (.venv-2.10, .venv-2.15; PyPI's
 # builds, with CUDA: ~4 GB each; PIP_CONSTRAINT lifts a machine-wide cap on torch's version, if any): the CPU wheel

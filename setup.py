@@ -1,15 +1,27 @@
-"""Builds torch_rngx._C: C11 kernels (csrc/kernels) plus thin stable-ABI glue (csrc/*.cpp, csrc/module.c).
+"""Builds torch_rngx's libraries against the torch of this environment (pip install: see tools/build_backend.py):
 
-One abi3 build loads on every torch >= 2.10 (TORCH_TARGET_VERSION), on any CPython >= 3.9 (Py_LIMITED_API).
+- torch_rngx._C: every op schema (csrc/library.cpp), the C11 kernels (csrc/kernels) and the CPU glue over
+  PyTorch's stable C ABI (csrc/ops.cpp, csrc/module.c). It never links CUDA, so it loads under any torch build.
+- torch_rngx._C_cuda, when torch is a CUDA build and a CUDA toolkit is found: the CUDA kernels (csrc/kernels/*.cu)
+  and their glue (csrc/ops_cuda.cpp, csrc/module_cuda.c), linked against libtorch_cuda and the CUDA runtime.
+  `import torch_rngx` loads it only under torch's CUDA build (torch_rngx/_library.py).
+
+Each is one abi3 build that loads on every torch >= 2.10 (TORCH_TARGET_VERSION) and CPython >= 3.9 (Py_LIMITED_API).
 """
 import glob
+import importlib.machinery
+import itertools
 import os
 import sys
 
-import torch
-import torch.utils.cpp_extension as tce
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+try:
+    import torch
+    import torch.utils.cpp_extension as tce
+except ImportError:
+    sys.exit("torch-rngx builds against the torch it will run with: install torch >= 2.10 first (CPU or CUDA build)")
 
 TORCH_TARGET_VERSION = "0x020a000000000000"  # 2.10: the first with torch_parallel_for and torch_call_dispatcher
 # Older headers lack what the glue calls: refuse with a clear message rather than fail mid-compile.
@@ -17,14 +29,18 @@ if tuple(int(p) for p in str(torch.__version__).split("+")[0].split(".")[:2]) < 
     sys.exit(f"torch-rngx builds against torch >= 2.10 (its stable ABI); this environment has torch {torch.__version__}")
 PY_LIMITED_API = "0x03090000"
 
-C_FLAGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra"]
+# -fvisibility=hidden: each library exports only its PyInit_ function, so _C and _C_cuda, which both compile some
+# of csrc/kernels, never bind each other's copies when a C++ program loads both with RTLD_GLOBAL.
+C_FLAGS = ["-std=c11", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # torch's headers are system headers to us: their warnings are not ours to fix.
-CXX_FLAGS = ["-std=c++17", "-O3", "-ffp-contract=off", "-Wall", "-Wextra"] + [f"-isystem{d}" for d in tce.include_paths()]
+CXX_FLAGS = ["-std=c++17", "-O3", "-ffp-contract=off", "-fvisibility=hidden", "-Wall", "-Wextra"] + [
+    f"-isystem{d}" for d in tce.include_paths()
+]
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 
 
 def _cuda_home():
-    """The CUDA path is built when torch is a CUDA build and nvcc exists; USE_CUDA=0/1 forces the choice.
+    """_C_cuda is built when torch is a CUDA build and nvcc exists; USE_CUDA=0/1 forces the choice.
     The toolkit is the first of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda and torch's guess that has both
     bin/nvcc and lib64 (torch's guess from an nvcc wrapper script on PATH can lack lib64)."""
     force = os.environ.get("USE_CUDA", "")
@@ -41,13 +57,28 @@ def _cuda_home():
 CUDA_HOME = _cuda_home()
 # sm_90 machine code (H100/H200) plus compute_80 PTX, which the driver compiles for any newer GPU.
 # --fmad=false on top of __fmul_rn/__fadd_rn: no multiply-add is ever fused, as on the CPU.
-NVCC_FLAGS = ["-std=c++17", "-O3", "--fmad=false", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90",
-              "-gencode", "arch=compute_80,code=compute_80"]
+NVCC_FLAGS = ["-std=c++17", "-O3", "--fmad=false", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden",
+              "-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_80,code=compute_80"]
 
 
 class BuildExt(build_ext):
-    """Compiles .c as C11, .cpp as C++17 and .cu with nvcc within one extension (setuptools applies one flag
-    list to all)."""
+    """Compiles .c as C11, .cpp as C++17 and .cu with nvcc (setuptools applies one flag list to all).
+
+    Every build compiles from scratch, each library into its own temporary folder: setuptools would skip a library
+    newer than its sources, and one built against another torch, or as another variant, looks just as new. Any other
+    file of our libraries' names where this build puts them (_C_cuda in a CPU-only build, a _C.cpython-*.so, which
+    Python would import before _C.abi3.so) is removed, so neither the package nor a wheel keeps one from an earlier
+    build."""
+
+    def run(self):
+        self.force = True
+        outputs = {self.get_ext_fullpath(ext.name) for ext in self.extensions}
+        folder = os.path.dirname(self.get_ext_fullpath("torch_rngx._C"))
+        for name, suffix in itertools.product(("_C", "_C_cuda"), importlib.machinery.EXTENSION_SUFFIXES):
+            stale = os.path.join(folder, name + suffix)
+            if stale not in outputs and os.path.exists(stale):
+                os.remove(stale)
+        super().run()
 
     def build_extensions(self):
         compile_one = self.compiler._compile
@@ -64,27 +95,50 @@ class BuildExt(build_ext):
         self.compiler._compile = _compile
         super().build_extensions()
 
+    def build_extension(self, ext):
+        base = self.build_temp
+        self.build_temp = os.path.join(base, ext.name)
+        try:
+            super().build_extension(ext)
+        finally:
+            self.build_temp = base
 
-# *_cuda.cpp / *.cu are the CUDA path: glue that registers the CUDA kernels (with -DUSE_CUDA, which the CUDA
-# parts of the stable ABI need) and the kernels, linked against libtorch_cuda and the CUDA runtime.
-cuda = CUDA_HOME is not None
-ext = Extension(
-    "torch_rngx._C",
-    sources=sorted(glob.glob(os.path.join("csrc", "kernels", "*.c")))
-    + sorted(f for f in glob.glob(os.path.join("csrc", "*.cpp")) if cuda or not f.endswith("_cuda.cpp"))
-    + [os.path.join("csrc", "module.c")]
-    + (sorted(glob.glob(os.path.join("csrc", "kernels", "*.cu"))) if cuda else []),
-    include_dirs=[CSRC],
-    library_dirs=tce.library_paths() + ([os.path.join(CUDA_HOME, "lib64")] if cuda else []),
-    libraries=["c10", "torch_cpu"] + (["torch_cuda", "cudart"] if cuda else []),
-    define_macros=[("Py_LIMITED_API", PY_LIMITED_API), ("TORCH_TARGET_VERSION", TORCH_TARGET_VERSION)]
-    + ([("USE_CUDA", "1")] if cuda else []),
-    py_limited_api=True,
-)
-print(f"torch-rngx: building the {'CUDA and CPU' if cuda else 'CPU-only'} extension", file=sys.stderr)
+
+def sources(*patterns):
+    return sorted(f for p in patterns for f in glob.glob(os.path.join("csrc", p)))
+
+
+LIMITS = [("Py_LIMITED_API", PY_LIMITED_API), ("TORCH_TARGET_VERSION", TORCH_TARGET_VERSION)]
+extensions = [
+    Extension(
+        "torch_rngx._C",
+        sources=sources("kernels/*.c", "library.cpp", "ops.cpp", "module.c"),
+        include_dirs=[CSRC],
+        library_dirs=tce.library_paths(),
+        libraries=["c10", "torch_cpu"],
+        define_macros=LIMITS,
+        py_limited_api=True,
+    )
+]
+if CUDA_HOME is not None:
+    # The C code the CUDA glue and launchers call: a job's set-up (job.c); the parameters are elements.h's.
+    # -DUSE_CUDA: the CUDA parts of the stable ABI need it.
+    extensions.append(
+        Extension(
+            "torch_rngx._C_cuda",
+            sources=sources("kernels/job.c", "kernels/*.cu", "ops_cuda.cpp", "module_cuda.c"),
+            include_dirs=[CSRC],
+            library_dirs=tce.library_paths() + [os.path.join(CUDA_HOME, "lib64")],
+            libraries=["c10", "torch_cpu", "torch_cuda", "cudart"],
+            define_macros=LIMITS + [("USE_CUDA", "1")],
+            py_limited_api=True,
+        )
+    )
+variant = f"_C (CPU) and _C_cuda (CUDA, nvcc in {CUDA_HOME})" if CUDA_HOME else "_C (CPU only)"
+print(f"torch-rngx: building {variant} against torch {torch.__version__}", file=sys.stderr)
 
 setup(
-    ext_modules=[ext],
+    ext_modules=extensions,
     cmdclass={"build_ext": BuildExt},
     options={"bdist_wheel": {"py_limited_api": "cp39"}},
 )

@@ -149,10 +149,11 @@ def newest(paths):
 
 
 def build_extension():
-    """USE_CUDA=1 in-place build, unless torch_rngx/_C.abi3.so is newer than csrc/ and setup.py."""
-    so = os.path.join(ROOT, "torch_rngx", "_C.abi3.so")
+    """USE_CUDA=1 in-place build, unless torch_rngx/_C.abi3.so and _C_cuda.abi3.so are newer than csrc/ and
+    setup.py."""
+    libraries = [os.path.join(ROOT, "torch_rngx", f"{name}.abi3.so") for name in ("_C", "_C_cuda")]
     sources = glob.glob(os.path.join(ROOT, "csrc", "**", "*"), recursive=True) + [os.path.join(ROOT, "setup.py")]
-    if os.path.exists(so) and os.path.getmtime(so) > newest(sources):
+    if all(os.path.exists(so) and os.path.getmtime(so) > newest(sources) for so in libraries):
         return "cached"
     cmd = [sys.executable, "setup.py", "-q", "build_ext", "--inplace", "--force", "--build-temp", BUILD]
     subprocess.run(cmd, cwd=ROOT, env={**os.environ, "USE_CUDA": "1"}, check=True)

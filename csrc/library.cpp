@@ -1,6 +1,7 @@
 // The rngx library: every op schema (from the op table, op_table.h), and take_'s kernel for any device.
 // Loading the shared library alone (torch.ops.load_library, or dlopen in a C++ program such as AOTInductor's
-// runtime) defines the ops; the per-device kernels are registered in ops.cpp (CPU) and ops_cuda.cpp (CUDA).
+// runtime) defines the ops; the per-device kernels are registered in ops.cpp (CPU, in this library, _C) and
+// ops_cuda.cpp (CUDA, in the library _C_cuda, which links CUDA and is loaded after this one).
 //
 // Python adds what the stable ABI cannot express at our target version, 2.10: seed_state (its
 // nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12; torch_rngx/_step.py), fake kernels (a C++

@@ -1,7 +1,8 @@
 // CUDA kernels of the rngx ops: the CPU glue's checks and allocation (glue.h), then the launchers in
 // csrc/kernels/ops_cuda.cu, on torch's current stream of x's device. The samplers' kernels come from their rows
-// in the op table (op_table.h); the other ops are written out below. setup.py compiles this file only for the
-// CUDA build, with -DUSE_CUDA (which the CUDA parts of the stable ABI need).
+// in the op table (op_table.h); the other ops are written out below. setup.py compiles this file into its own
+// library, torch_rngx._C_cuda, with -DUSE_CUDA (which the CUDA parts of the stable ABI need), so the CPU library
+// _C never links CUDA.
 #include <torch/csrc/stable/accelerator.h>
 
 #include <optional>

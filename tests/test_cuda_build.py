@@ -1,8 +1,11 @@
 """The CUDA build (`make cuda-build-check`), imported on a machine that may have no GPU: it loads against torch's
-CUDA build, registers the CUDA kernels, and its CPU ops still give the stream's values.
+CUDA build, registers the CUDA kernels, and its CPU ops still give the stream's values. The CUDA kernels live in
+their own library, torch_rngx._C_cuda: the CPU library _C links no CUDA, so the same wheel loads over a CPU torch.
 
 Skipped unless RNGX_CUDA_BUILD names the folder holding that build's torch_rngx (make sets it)."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -24,6 +27,43 @@ def test_imports_the_cuda_build():
     here = os.path.realpath(torch_rngx.__file__)
     assert here.startswith(os.path.realpath(BUILD) + os.sep), f"imported {here}, not the build in {BUILD}"
     assert torch.version.cuda is not None, "expected torch's CUDA build"
+    assert "torch_rngx._C_cuda" in sys.modules
+
+
+def needed(library):
+    """The shared libraries a library names (its ELF NEEDED entries)."""
+    out = subprocess.run(["readelf", "-d", library], capture_output=True, text=True, check=True).stdout
+    return [line.split("[")[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+
+
+def test_only_the_cuda_library_links_cuda():
+    from torch_rngx import _C, _C_cuda
+
+    assert not [n for n in needed(_C.__file__) if "cuda" in n], needed(_C.__file__)
+    assert {"libtorch_cuda.so"} <= set(needed(_C_cuda.__file__))
+    assert any(n.startswith("libcudart.so") for n in needed(_C_cuda.__file__)), needed(_C_cuda.__file__)
+
+
+LIBRARIES_ALONE = r"""
+import sys
+import torch
+has = lambda key: torch._C._dispatch_has_kernel_for_dispatch_key("rngx::uniform", key)
+torch.ops.load_library(sys.argv[1])
+print(has("CPU"), has("CUDA"))
+torch.ops.load_library(sys.argv[2])
+print(has("CPU"), has("CUDA"))
+"""
+
+
+def test_cuda_kernels_come_with_the_cuda_library():
+    """A process without torch_rngx (a C++ program, torch.ops.load_library) loads _C for the ops and their CPU
+    kernels, then _C_cuda for the CUDA kernels."""
+    from torch_rngx import _C, _C_cuda
+
+    run = subprocess.run([sys.executable, "-c", LIBRARIES_ALONE, _C.__file__, _C_cuda.__file__], capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": ""})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "False", "True", "True"]
 
 
 @pytest.mark.parametrize("op", OPS)

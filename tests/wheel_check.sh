@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs a torch-rngx wheel into a fresh venv that sees another venv's torch (through a .pth file: that venv is
 # only read) and runs the stream, op and library-alone tests from a folder outside the source tree, so the
-# installed wheel, never the checkout, is what they import.
+# installed wheel, never the checkout, is what they import. A wheel built against torch's CUDA build (with
+# torch_rngx._C_cuda) works over a CPU torch too: it then loads the CPU library alone.
 #   tests/wheel_check.sh <venv with torch, numpy and pytest> <wheel>
 set -euo pipefail
 torch_venv=$(cd "$1" && pwd)
@@ -21,6 +22,25 @@ cp "$tests"/{conftest.py,reference.py,test_stream.py,test_ops.py,test_load_libra
 cd "$work"
 "$py" -c "import torch, torch_rngx; print('wheel', '$(basename "$wheel")', 'on torch', torch.__version__, 'from', torch_rngx.__file__)"
 "$py" -c "import sys, torch_rngx; sys.exit(not torch_rngx.__file__.startswith('$work/venv/'))"
+# The CUDA library loads, and registers the CUDA kernels, exactly when the wheel has it and torch is a CUDA build;
+# the CPU library never links CUDA.
+"$py" - <<'PY'
+import os
+import subprocess
+import sys
+
+import torch
+import torch_rngx
+
+shipped = [n for n in os.listdir(os.path.dirname(torch_rngx.__file__)) if n.startswith("_C_cuda.")]
+loaded = "torch_rngx._C_cuda" in sys.modules
+assert loaded == (bool(shipped) and torch.version.cuda is not None), (shipped, loaded, torch.version.cuda)
+assert torch._C._dispatch_has_kernel_for_dispatch_key("rngx::uniform", "CUDA") == loaded
+needed = subprocess.run(["readelf", "-d", torch_rngx._C.__file__], capture_output=True, text=True, check=True).stdout
+assert "cuda" not in needed.lower(), needed
+print("the wheel has", "_C and _C_cuda;" if shipped else "_C only;", "torch", torch.__version__, "loads",
+      "both: CUDA kernels registered" if loaded else "_C only: no CUDA kernels")
+PY
 # The C header ships as files (the checkout's are links to csrc/kernels) and compiles alone: word 3 of key [1, 2].
 inc=$("$py" -c "import torch_rngx; print(torch_rngx.include_dir())")
 find "$inc/torch_rngx" -name '*.h' -type f | grep -q elements.h

@@ -5,6 +5,10 @@ import os
 
 import torch
 
+# First the compiled libraries: a build that is missing or does not load raises an ImportError saying what to run.
+from . import _library  # noqa: F401
+
+# isort: split
 from . import _ops, _stateful, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' Python registrations)
 from ._mode import UncoveredRandomWarning, mode
 from ._replay import checkpoint_context

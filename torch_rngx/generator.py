@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from . import _checks, _reuse, _router
-from ._torch import mark_static_address
+from ._torch import mark_static_address, own_buffer
 from .functional import fold_in, key, split
 
 __all__ = ["Generator", "RNG"]
@@ -182,10 +182,12 @@ class RNG(torch.nn.Module):
     def __init__(self, seed: int | None = None, device: torch.device | str | None = None):
         super().__init__()
         self.register_buffer("state", Generator(seed).state.to(device), persistent=True)
+        begin_stream(self, "state")
 
     def manual_seed(self, seed: int) -> RNG:
         """Restarts the stream of `seed` at offset 0; returns this module."""
         self.state.copy_(Generator(seed).state)
+        begin_stream(self, "state")
         return self
 
     def fold_in(self, data: int | Tensor) -> RNG:
@@ -194,10 +196,11 @@ class RNG(torch.nn.Module):
         rng = RNG.__new__(RNG)
         torch.nn.Module.__init__(rng)
         rng.register_buffer("state", fold_in(self.state, data), persistent=True)
+        begin_stream(rng, "state")
         return rng
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        check_state_buffer(state_dict, prefix + "state")
+        load_stream_buffer(self, "state", state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _get_name(self):
@@ -210,6 +213,21 @@ class RNG(torch.nn.Module):
 def stream_repr(state):
     """ "seed=..., offset=..." of a state tensor, for reprs."""
     return f"seed={int(state[0]) % _U64}, offset={int(state[1]) % _U64}"
+
+
+def begin_stream(module, name):
+    """Records the value of module's stream buffer `name` as where that stream begins (load_stream_buffer)."""
+    module._stream_starts = {**getattr(module, "_stream_starts", {}), name: tuple(module.get_buffer(name).tolist())}
+
+
+def load_stream_buffer(module, name, state_dict, prefix):
+    """load_state_dict's part for module's stream buffer `name`. A checkpoint without it, saved before the module
+    had a stream (torch's model before nn.convert, a dropout module without seed=), restarts the stream where it
+    began (begin_stream), so a strict load succeeds; a present value must be a [seed, offset]."""
+    key, start, buffer = prefix + name, getattr(module, "_stream_starts", {}).get(name), own_buffer(module, name)
+    if key not in state_dict and start is not None and buffer is not None:
+        state_dict[key] = torch.tensor(start, dtype=torch.int64, device=buffer.device)
+    check_state_buffer(state_dict, key)
 
 
 def check_state_buffer(state_dict, key):

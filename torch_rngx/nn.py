@@ -15,7 +15,7 @@ from ._router import Owned
 from ._stateful import dropout_from
 from ._torch import own_buffer
 from .functional import fold_in, key
-from .generator import RNG, Generator, check_state_buffer, owner_of, stream_repr
+from .generator import RNG, Generator, begin_stream, load_stream_buffer, owner_of, stream_repr
 
 __all__ = [
     "RNG",
@@ -65,6 +65,7 @@ class _DropoutNd(torch.nn.Module):
         self.generator = generator
         if seed is not None:
             self.register_buffer("rng_state", RNG(seed).state, persistent=True)
+            begin_stream(self, "rng_state")
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         state = own_buffer(self, "rng_state")
@@ -72,7 +73,7 @@ class _DropoutNd(torch.nn.Module):
         return dropout_from(self.kind, input, self.p, self.training, self.inplace, stream)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        check_state_buffer(state_dict, prefix + "rng_state")
+        load_stream_buffer(self, "rng_state", state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _get_name(self):  # the repr names the class as torch_rngx's, not torch's
@@ -257,7 +258,8 @@ def convert(
     Streams: seed=s gives each replaced module a stream of its own, saved in state_dict as `<name>.rng_state`
     (the i-th replaced module starts at functional.fold_in(key(s), i)), and forward's routed calls the stream
     `rngx_state` of the model (fold_in(key(s), 2^64 - 1)), also in state_dict; generator= shares a Generator or
-    nn.RNG; neither draws from torch's default generator. Other state_dict keys stay the original model's.
+    nn.RNG; neither draws from torch's default generator. Other state_dict keys stay the original model's, so the
+    original model's checkpoints load strictly: each stream they lack starts where seed= put it (docs/guide.md §6).
 
     Args:
         model (Module): the model, changed in place.
@@ -288,6 +290,7 @@ def convert(
         new = ours(module.p, module.inplace, generator=generator, seed=0 if root is not None else None)
         if root is not None:
             new.rng_state.copy_(fold_in(root, len(replaced)))
+            begin_stream(new, "rng_state")
         new.train(module.training)
         new = new.to(_device_of(model))
         replaced.append((name, type(module).__name__))
@@ -299,7 +302,8 @@ def convert(
         return Converted(model, replaced, ())
     if root is not None:
         model.register_buffer("rngx_state", fold_in(root, _MODE_DATUM).to(_device_of(model)), persistent=True)
-        model.register_load_state_dict_pre_hook(_check_rngx_state)
+        begin_stream(model, "rngx_state")
+        model.register_load_state_dict_pre_hook(_load_rngx_state)
     inner = _routed(model).args[3] if _routed(model) else model.__dict__.get("forward")
     model.forward = functools.partial(_routed_forward, model, None if root is not None else generator, uncovered, inner)
     return Converted(model, replaced, ROUTED)
@@ -308,8 +312,8 @@ def convert(
 _MODE_DATUM = (1 << 64) - 1  # fold_in datum of the model's own stream, past any replaced module's index
 
 
-def _check_rngx_state(module, state_dict, prefix, *args):
-    check_state_buffer(state_dict, prefix + "rngx_state")
+def _load_rngx_state(module, state_dict, prefix, *args):
+    load_stream_buffer(module, "rngx_state", state_dict, prefix)
 
 
 def _routed_forward(model, generator, uncovered, inner, *args, **kwargs):
@@ -355,6 +359,8 @@ def fold_in_(module: torch.nn.Module, data: int | torch.Tensor) -> list[str]:
     for name in names:
         buf = module.get_buffer(name)
         buf.copy_(fold_in(buf, data))
+        owner_name, _, attr = name.rpartition(".")
+        begin_stream(module.get_submodule(owner_name), attr)  # a checkpoint without it restarts the folded stream
     return names
 
 

@@ -1,7 +1,7 @@
-/* The ops' C interface over raw pointers: jobs and keys, the layout and key lookups (walk.c) and the per-op CPU
- * loops (loops.c), declared from the op table (csrc/op_table.h); each op's numbers and elements are in elements.h.
- * Each op call fills the logical elements [begin, end) of one output, so callers may split a tensor into any
- * chunks, on any threads, and get the same bits. */
+/* The ops' C interface over raw pointers: jobs and keys, the layout and key lookups (walk.c, job.c) and the per-op
+ * CPU loops (loops.c), declared from the op table (csrc/op_table.h); each op's numbers and elements are in
+ * elements.h. Each op call fills the logical elements [begin, end) of one output, so callers may split a tensor into
+ * any chunks, on any threads, and get the same bits. */
 #ifndef RNGX_OPS_H
 #define RNGX_OPS_H
 

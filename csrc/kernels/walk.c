@@ -35,27 +35,6 @@ static int64_t element_size(rngx_dtype dtype) {
 
 /* ---- layout ---- */
 
-void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l) {
-  l->nd = 0;
-  for (int d = 0; d < job->ndim; ++d) {
-    const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads_input ? job->in.strides[d] : 0;
-    if (size == 1) continue;
-    const int last = l->nd - 1;
-    if (last >= 0 && l->so[last] == size * so && l->si[last] == size * si) {
-      l->size[last] *= size; /* the merged dim runs with the inner dim's strides */
-    } else {
-      l->size[l->nd++] = size;
-    }
-    l->so[l->nd - 1] = so;
-    l->si[l->nd - 1] = si;
-  }
-  if (l->nd == 0) {
-    l->nd = 1;
-    l->size[0] = 1;
-    l->so[0] = l->si[0] = 1;
-  }
-}
-
 /* The memory offsets (elements) of a row's first element, and the row's index over the outer dims. */
 typedef struct {
   int64_t idx[RNGX_MAX_DIMS];
@@ -98,28 +77,6 @@ void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_
   rngx_segment(q, seg_dims, keys->key_dims, job->sizes, keys->key_strides, keys->pos_strides, keys->first, &at, pos);
   *seed = keys->pairs == NULL ? keys->seed : (uint64_t)keys->pairs[at];
   *offset = keys->pairs == NULL ? keys->offset : (uint64_t)keys->pairs[at + 1];
-}
-
-void rngx_global_view(rngx_keys *keys, int ndim, const int64_t *sizes, const int64_t *global_shape,
-                      const int64_t *global_start, int64_t *pos_strides) {
-  int64_t above = 1; /* stream positions per step of dim d: the global event dims after d */
-  keys->first = 0;
-  keys->seg_dims = 0;
-  for (int d = ndim - 1; d >= 0; --d) {
-    if (d < keys->key_dims) {
-      if (keys->pairs != NULL) keys->pairs += global_start[d] * keys->key_strides[d];
-      continue;
-    }
-    pos_strides[d] = above;
-    keys->first += (uint64_t)global_start[d] * (uint64_t)above;
-    above *= global_shape[d];
-    if (keys->seg_dims == 0 && sizes[d] != global_shape[d]) keys->seg_dims = d;
-  }
-  keys->pos_strides = pos_strides;
-  keys->event = 1;
-  for (int d = keys->seg_dims > keys->key_dims ? keys->seg_dims : keys->key_dims; d < ndim; ++d)
-    keys->event *= sizes[d];
-  if (keys->event == 0) keys->event = 1; /* an empty output: no element asks for a key */
 }
 
 /* The lane (word within its block) of element i's first word. */

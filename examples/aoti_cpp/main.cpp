@@ -1,6 +1,7 @@
-// Runs an AOTInductor package that uses torch-rngx ops, with no Python: loads the op library (which defines the
-// rngx ops and registers their kernels), then the package, runs it `calls` times and appends each output's bytes
-// to a file. tests/test_aoti.py compares those bytes with eager PyTorch.
+// Runs an AOTInductor package that uses torch-rngx ops, with no Python: loads the op library (torch_rngx/_C.abi3.so,
+// which defines the rngx ops and registers their CPU kernels; a CUDA package would also need _C_cuda.abi3.so, loaded
+// after it), then the package, runs it `calls` times and appends each output's bytes to a file. tests/test_aoti.py
+// compares those bytes with eager PyTorch.
 //
 //   rngx_aoti <op library> <package.pt2> <out.bin> <calls> <rows> <cols> [seed offset]
 //
