@@ -13,6 +13,7 @@ import threading
 import torch
 
 from . import _checks, _replay, _spec
+from ._random_ops import drawing_from_torch
 from ._torch import register_ordered_effect
 
 # seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
@@ -185,8 +186,9 @@ for _spec_op in _spec.SPECS.values():
 # ---- seed_state: a fresh key [seed, offset] from torch's default CPU generator ----
 def fresh_seed():
     """A fresh key [s, o]: two draws of 63 random bits from torch's default CPU generator (torch.manual_seed
-    reproduces them), one tensor op."""
-    return torch.empty(2, dtype=torch.int64).random_()
+    reproduces them), one tensor op, past any torch_rngx.mode."""
+    with drawing_from_torch():
+        return torch.empty(2, dtype=torch.int64).random_()
 
 
 @torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")

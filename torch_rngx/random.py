@@ -205,34 +205,39 @@ def randint_like(
     high: int | None = None,
     *,
     generator: Stream = None,
-    dtype: torch.dtype = torch.int64,
+    dtype: torch.dtype | None = None,
     global_shape: Shape = None,
     global_start: Shape = None,
 ) -> Tensor:
-    """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`
-    (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means low = 0. Unlike torch,
-    the default dtype is int64, not x's.
+    """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`, x's by
+    default, as torch (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means
+    low = 0. In a float or bool dtype the values are int64 draws converted, as torch allows; a float dtype holds every
+    integer of [-(2^digits), 2^digits] exactly, and outside it torch's warning is given.
 
     Args:
-        x (Tensor): gives the shape, strides and device.
+        x (Tensor): gives the shape, strides, device and (by default) the dtype.
         low (int): the lowest value (or, without `high`, the bound: values in [0, low)).
         high (int, optional): one above the highest value.
 
     Keyword args:
         generator, global_shape, global_start: as for every stateful function (module docstring).
-        dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
+        dtype (torch.dtype, optional): uint8, int8, int16, int32, int64, bool (high <= 2) or a float dtype;
+            default x's.
 
     Example::
 
-        >>> i = torch_rngx.randint_like(torch.empty(100), 10)
+        >>> i = torch_rngx.randint_like(torch.empty(100, dtype=torch.int32), 10)
         >>> i.dtype, bool(((i >= 0) & (i < 10)).all())
-        (torch.int64, True)
+        (torch.int32, True)
     """
     if high is None:  # torch's one-bound form
         low, high = 0, low
     _checks.strided(x, "x")
-    params = _checks.for_randint(x, _any_key(x), low, high, dtype, global_shape, global_start)
-    return draw("randint", x, owner_of(generator), dtype, *params)
+    dtype = x.dtype if dtype is None else dtype
+    drawn = _checks.randint_draw_dtype(dtype, low, high)
+    params = _checks.for_randint(x, _any_key(x), low, high, drawn, global_shape, global_start)
+    out = draw("randint", x, owner_of(generator), drawn, *params)
+    return out if drawn == dtype else out.to(dtype)
 
 
 def exponential_like(
@@ -553,37 +558,36 @@ def feature_alpha_dropout(
 
 def dropout_from(kind, x, p, training, inplace, owner, view=(None, None)):
     """The dropout family drawing from `owner` (a state tensor advanced in place, or None for torch's
-    generator), under the global view (global_shape, global_start) if given. Draws nothing when not training
-    or x is empty, as torch."""
-    _checks.float_tensor(x, "input")
+    generator), under the global view (global_shape, global_start) if given. As torch, when not training or at
+    p = 0 it returns x itself, of any dtype, drawing nothing; draws nothing when x is empty."""
+    if not isinstance(x, Tensor):
+        _checks.float_tensor(x, "input")  # names the argument
     p = _checks.dropout_probability(p)
     view = _checks.global_view(x.shape, *view)
     if not isinstance(training, bool) or not isinstance(inplace, bool):
         raise TypeError(
             f"training and inplace must be bools, got {type(training).__name__} and {type(inplace).__name__}"
         )
+    batched = _channel_rank(kind, x.dim()) if kind in _CHANNEL_RANKS else True  # torch's rank checks come first
+    if not training or p == 0:
+        return x
+    _checks.float_tensor(x, "input")
     if kind in _CHANNEL_RANKS:
-        batched = _channel_rank(kind, x.dim())
         if not batched and view[0] is not None:
             view = ([1, *view[0]], [0, *view[1]])
         out = _channel(kind, x if batched else x.unsqueeze(0), p, training, owner, view)
         out = out if batched else out.squeeze(0)
-    elif not training:
-        out = x
-    else:
-        if kind == "dropout":
-            out = draw("dropout", x, owner, x.dtype, p, *view)
-        else:  # alpha_dropout
-            key = key_for(x, owner, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
-            out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
+    elif kind == "dropout":
+        out = draw("dropout", x, owner, x.dtype, p, *view)
+    else:  # alpha_dropout
+        key = key_for(x, owner, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
+        out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
     if inplace and out is not x:
         return x.copy_(out)
     return out
 
 
 def _channel(kind, x, p, training, owner, view):
-    if not training:
-        return x
     if x.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")  # torch's message
     n, c = x.shape[:2] if view[0] is None else view[0][:2]
