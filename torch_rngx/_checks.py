@@ -4,6 +4,7 @@ import functools
 import math
 import numbers
 import struct
+import warnings
 
 import torch
 
@@ -407,15 +408,10 @@ def x_channel_p(x, key, p, global_shape=None, global_start=None, name="x"):
 
 
 def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
-    """The stateful dropout family's arguments, refused with torch.nn.functional's messages. Returns p and the view."""
-    if (
-        type(x) is not torch.Tensor
-        or x.dtype not in _FLOATS
-        or x.layout != torch.strided
-        or x.is_nested
-        or x.dim() > MAX_DIMS
-    ):
-        float_tensor(x, "input")
+    """The stateful dropout family's arguments, refused with torch.nn.functional's messages. Returns p and the view.
+    x's dtype and layout are dropout_input's: torch returns any tensor when it does not draw."""
+    if not isinstance(x, torch.Tensor):
+        float_tensor(x, "input")  # names the argument
     if type(p) is not float or not 0.0 <= p <= 1.0:
         p = dropout_probability(p)
     view = (
@@ -426,6 +422,12 @@ def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
             f"training and inplace must be bools, got {type(training).__name__} and {type(inplace).__name__}"
         )
     return p, *view
+
+
+def dropout_input(x):
+    """A tensor the dropout family draws for: a strided float tensor of at most MAX_DIMS dims."""
+    if type(x) is not torch.Tensor or x.dtype not in _FLOATS or x.layout != torch.strided or x.is_nested or x.dim() > MAX_DIMS:
+        float_tensor(x, "input")
 
 
 def mean_std(mean, std, dtype, strict=False):
@@ -505,6 +507,30 @@ RANDINT_DTYPES = {
     torch.int32: (-(1 << 31), 1 << 31),
     torch.int64: (-(1 << 63), (1 << 63) - 1),
 }
+
+
+def randint_draw_dtype(dtype, low, high):
+    """The dtype randint draws in for output `dtype`: itself, or int64 for a float dtype and uint8 for bool (the
+    draws converted, as torch's randint_like allows), with torch's warning where a float dtype cannot hold every
+    value and torch's error where bool cannot."""
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+    if dtype == torch.bool:
+        if isinstance(high, int) and not isinstance(high, bool) and high > 2:
+            raise ValueError(f"high must be <= 2 for dtype torch.bool, got {high}")
+        return torch.uint8
+    if dtype.is_floating_point:
+        digits = int(-math.log2(torch.finfo(dtype).eps)) + 1
+        ints = [v for v in (low, high) if isinstance(v, int) and not isinstance(v, bool)]
+        if len(ints) == 2 and not (-(1 << digits) <= low and high - 1 <= 1 << digits):
+            warnings.warn(
+                f"randint_like: [low, high) = [{low}, {high}) leaves [-(2^{digits}), 2^{digits}], where {dtype} holds "
+                "every integer: values are rounded to it, as torch's",
+                UserWarning,
+                stacklevel=3,
+            )
+        return torch.int64
+    return dtype
 
 
 def like_int_range(like, key, low, high, dtype, global_shape=None, global_start=None, name="like"):

@@ -1,33 +1,60 @@
 """torch_rngx.mode: torch's own random functions, called by code you did not write, drawing from a torch_rngx
 stream (docs/guide.md, "Any model, unchanged"; the coverage table in docs/guarantees.md).
 
-Two mechanisms, because torch.compile sees torch functions in two ways:
-- a TorchFunctionMode, which Dynamo inlines, routes torch.rand, randn, randint, bernoulli, the Tensor.*_ samplers,
-  the dropout family, attention's dropout_p and nn.init;
-- torch.rand_like, randn_like, randint_like and normal are in torch.overrides.get_ignored_functions(): Dynamo never
-  shows them to a mode. While any mode is active (in any thread) those names, and nn.init.trunc_normal_ (which never
-  dispatches), are bound to wrappers that look for a mode on this thread's torch function mode stack and otherwise
-  call torch's function. Dynamo traces the wrapper and guards on the binding.
-Each routed call is the matching torch_rngx function with generator= the mode's, so it advances the stream by exactly
-what that function consumes and gives its bits, eager and compiled alike.
+A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
+in one table built from torch itself on first use (_prepare):
+- routed (_mode_routes.ROUTES): the matching torch_rngx call with generator= the mode's;
+- a torch function written in Python that may draw (_random_ops.may_draw: nn.MultiheadAttention's
+  multi_head_attention_forward, fractional max pooling, nn.init's): run with its torch-function check compiled out
+  and the mode pushed back, so the calls it makes are seen and routed, as torch wrote them;
+- any other call torch tags random (_random_ops.random_op_of): reported when its arguments draw, by `uncovered`;
+- anything else: called as it is, one dict lookup.
+Two nets catch what the table cannot see. In eager, a TorchDispatchMode pushed with the mode reports every aten op
+torch tags random that reaches the dispatcher from anywhere else (inside a Python function that cannot be run
+transparently, a C++ extension), naming the torch call that made it. Under torch.compile, every builtin torch tags
+random is shown to the mode (_torch.show_to_function_modes: references bound before the mode, private samplers),
+and a call of a Python torch function is checked at trace time for the random ops it put in the graph. Reports
+compile: under torch.compile they are made at trace time (comptime), warn or raise, with fullgraph=True.
+nn.init.trunc_normal_ never reaches a mode (no torch-function check), so while a mode is active it is bound to a
+wrapper that routes it; and DataLoader workers start under a mode of their own (_mode_workers).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import math
+import functools
+import os
+import sys
 import threading
+import types
 import warnings
+from types import FunctionType  # __torch_function__'s argument `types` hides the module there
 
 import torch
 import torch.nn.functional as TF
 
-from . import _stateful as rr
-from ._init import trunc_normal_ as _trunc_normal_
-from ._torch import PRIVATE_SAMPLERS, calculate_correct_fan, softmax_backward_data, torch_function_modes
+from . import _random_ops
+from ._mode_routes import ROUTES, trunc_normal
+from ._random_ops import drawing_own, may_draw, random_op_of, transparent
+from ._torch import (
+    TorchDispatchMode,
+    builtin_namespaces,
+    compiled_runtime_dirs,
+    comptime,
+    dataloader_worker_loop,
+    function_mode_base_enter,
+    function_mode_base_exit,
+    set_dataloader_worker_loop,
+    show_to_function_modes,
+    torch_function_modes,
+    traced_constant,
+    traced_frames,
+    traced_graph,
+)
 from .generator import RNG, Generator, owner_of
 
-__all__ = ["mode", "UncoveredRandomWarning", "ROUTED", "UNCOVERED"]
+__all__ = ["mode", "UncoveredRandomWarning", "routed_names", "transparent_names", "uncovered_names"]
 
 
 class UncoveredRandomWarning(UserWarning):
@@ -48,335 +75,204 @@ class UncoveredRandomWarning(UserWarning):
         super().__init__(message)
 
 
-# ---- routes: torch's signature in, the matching torch_rngx call out; None means "not ours, stay torch's" ----
-
-
-def _size(args, kwargs):
-    size = kwargs.pop("size", None)
-    if size is None:
-        size = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)) else args
-    return tuple(size)
-
-
-def _plain(kwargs):
-    """Only the keywords a routed creation call understands: no generator, out=, layout or pin_memory."""
-    return (
-        kwargs.get("generator") is None
-        and kwargs.get("out") is None
-        and kwargs.get("pin_memory") in (None, False)
-        and kwargs.get("layout") in (None, torch.strided)
-    )
-
-
-def _created(out, requires_grad):
-    return out.requires_grad_() if requires_grad else out
-
-
-def _new(size, kwargs):
-    return torch.empty(size, dtype=kwargs.get("dtype") or torch.get_default_dtype(), device=kwargs.get("device"))
-
+# ---- the table: torch function -> what the mode does with it ----
+# Kinds are (how, what, name, random op) tuples compared by `how` (torch.compile rebuilds tuples, so not by identity).
+_PLAIN = ("plain", None, None, None)  # called as it is
+_UNSEEN = ("unseen", None, None, None)  # not in the table yet
+_ROUTE, _THROUGH, _RANDOM, _PYTHON = "route", "through", "random", "python"
+_KIND: dict = {}  # func -> _PLAIN or (how, what, name, random op); fixed once built, as torch.compile guards on it
+_LATER: dict = {}  # eager: the same for a function met later (an op of another library)
+_BY_NAME: dict = {}  # "module.name" -> the kind of each Python function in _KIND (names met once)
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter, torch.nn.Buffer})  # no __torch_function__ of their own
+_prepared = threading.Lock()
+_KEY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType)
+_TRUNC = "torch.nn.init.trunc_normal_"
+
+
+def _public_names():
+    names: dict = {}
+    for prefix, namespace in (
+        ("torch.nn.functional", TF),
+        ("torch.nn.init", torch.nn.init),
+        ("torch.Tensor", torch.Tensor),
+        ("torch", torch),
+        ("torch.linalg", torch.linalg),
+        ("torch.special", torch.special),
+        ("torch.fft", torch.fft),
+    ):
+        for attr in dir(namespace):
+            try:
+                names.setdefault(getattr(namespace, attr), f"{prefix}.{attr}")
+            except (AttributeError, TypeError):  # unhashable or a lazy attribute that fails
+                continue
+    return names
+
+
+def _name(func, names):
+    found = names.get(func)
+    if found is not None:
+        return found
+    if _random_ops.namespace_of(func) is not None:
+        return str(func)  # aten.cauchy.default
+    return f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__qualname__', func)}"
+
+
+def _prepare():
+    """Builds the table once: every torch function a mode can meet (torch.overrides' overridable ones, nn.init's,
+    and the builtins torch tags random), classified from torch's own tags and code."""
+    with _prepared:
+        if _KIND:
+            return
+        names = _public_names()
+        table: dict = {}
+        functions = {f for fs in torch.overrides.get_overridable_functions().values() for f in fs}
+        functions |= {f for f in vars(torch.nn.init).values() if type(f) is types.FunctionType}
+        methods = (getattr(torch.Tensor, attr, None) for attr in dir(torch.Tensor))
+        functions |= {f for f in methods if type(f) is types.FunctionType}  # the Python methods too
+        members = (getattr(ns, attr, None) for ns in builtin_namespaces() for attr in dir(ns))
+        hidden = {f for f in members if random_op_of(f) is not None}
+        show_to_function_modes(hidden)
+        for func in functions | hidden:
+            # functions and builtins only, and no wrapper: torch.compile sees what a functools.wraps wrapper wraps
+            # (Tensor.__rsub__'s) and would guard on that
+            if isinstance(func, _KEY_TYPES) and not hasattr(func, "__wrapped__"):
+                table[func] = _classify(func, names)
+        for func, route in ROUTES.items():
+            table[func] = (_ROUTE, route, _name(func, names), random_op_of(func))
+        _KIND.update(table)
+        keys = [(f"{f.__module__}.{f.__name__}", k) for f, k in table.items() if type(f) is types.FunctionType]
+        counts = collections.Counter(key for key, _ in keys)
+        _BY_NAME.update((key, k) for key, k in keys if counts[key] == 1)
+
+
+# Draws nothing by its own code, but runs autograd's backward pass, and so the recomputation of checkpointed
+# regions, which must draw under the mode what their forward drew.
+_RUNS_FORWARD_AGAIN = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+
+
+def _classify(func, names):
+    if type(func) is types.FunctionType:
+        through = transparent(func) if may_draw(func) or func in _RUNS_FORWARD_AGAIN else None
+        if through is not None:
+            return (_THROUGH, through, _name(func, names), None)
+        # A Python Tensor method that calls its C one through super() (Tensor.unflatten) is, compiled, torch's
+        # function of its name: torch.compile cannot trace that super() call under a torch function mode.
+        method = None
+        if func.__module__ == "torch._tensor" and "super" in func.__code__.co_names:
+            method = getattr(torch, func.__name__, None)
+        return (_PYTHON, method, _name(func, names), None)
+    op = random_op_of(func)
+    if op is not None:
+        return (_RANDOM, op, _name(func, names), op)
+    if _random_ops.namespace_of(func) not in (None, "aten", "prims") + _random_ops.OURS:
+        return (_PYTHON, None, str(func), None)  # another library's op: the eager net names it if it draws inside
+    return _PLAIN
+
+
+@functools.lru_cache(maxsize=None)
+def routed_names() -> tuple:
+    """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
+    _prepare()
+    return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
+
+
+@functools.lru_cache(maxsize=None)
+def transparent_names() -> tuple:
+    """The public names of the torch functions written in Python that may draw and run with the mode kept on:
+    each random call they make is routed or reported."""
+    _prepare()
+    return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
-def _like(x, kwargs):
-    """x, or torch.empty_like(x, ...) when the call changes the dtype, device or memory format."""
-    extra = {k: kwargs[k] for k in ("dtype", "device", "memory_format") if kwargs.get(k) is not None}
-    return torch.empty_like(x, **extra) if extra else x
-
-
-def _creation(sampler):
-    def route(g, *args, **kwargs):
-        if not _plain(kwargs):
-            return None
-        size = _size(args, kwargs)
-        return _created(sampler(_new(size, kwargs), generator=g), kwargs.get("requires_grad", False))
 
-    return route
+@functools.lru_cache(maxsize=None)
+def uncovered_names() -> tuple:
+    """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
+    _prepare()
+    return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _RANDOM}))
 
 
-def _like_route(sampler):
-    def route(g, input, **kwargs):
-        if not _plain(kwargs):
-            return None
-        return _created(sampler(_like(input, kwargs), generator=g), kwargs.get("requires_grad", False))
-
-    return route
-
-
-def _randint(g, *args, **kwargs):
-    if not _plain(kwargs):
-        return None
-    low = kwargs.pop("low", 0)
-    if "high" in kwargs:
-        high, size = kwargs.pop("high"), _size(args, kwargs)
-    elif len(args) == 3 or (len(args) == 2 and "size" in kwargs):
-        low, high, *rest = args
-        size = _size(rest, kwargs)
-    else:
-        high, *rest = args
-        size = _size(rest, kwargs)
-    return _ints(
-        torch.empty(size, device=kwargs.get("device")),
-        low,
-        high,
-        kwargs.get("dtype") or torch.int64,
-        g,
-        kwargs.get("requires_grad", False),
-    )
-
-
-def _ints(like, low, high, dtype, g, requires_grad=False):
-    """randint_like in an integer dtype; a float dtype (torch allows it) gets int64 draws converted."""
-    if dtype.is_floating_point:
-        return _created(rr.randint_like(like, low, high, generator=g).to(dtype), requires_grad)
-    return rr.randint_like(like, low, high, generator=g, dtype=dtype)
-
-
-def _randint_like(g, input, *args, **kwargs):
-    if not _plain(kwargs):
-        return None
-    if "high" in kwargs:
-        low, high = (args[0] if args else kwargs.pop("low", 0)), kwargs.pop("high")
-    else:
-        low, high = (0, args[0]) if len(args) == 1 else args
-    like = _like(input, {**kwargs, "dtype": None})
-    return _ints(like, low, high, kwargs.get("dtype") or input.dtype, g, kwargs.get("requires_grad", False))
-
-
-def _normal(g, mean=0.0, std=1.0, *args, **kwargs):
-    """Every overload: (Tensor, Tensor), (Tensor, float), (float, Tensor) give mean + std * randn of the broadcast
-    shape (as torch, no gradient flows to mean or std); (float, float, size) is normal_like of that size."""
-    if not _plain(kwargs):
-        return None
-    if isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor):
-        ref = mean if isinstance(mean, torch.Tensor) else std
-        shape = torch.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, torch.Tensor)))
-        with torch.no_grad():
-            return rr.randn_like(ref.new_empty(shape), generator=g) * std + mean
-    size = _size(args, kwargs)
-    return _created(rr.normal_like(_new(size, kwargs), mean, std, generator=g), kwargs.get("requires_grad", False))
-
-
-def _bernoulli(g, input, p=None, *, generator=None, out=None):
-    if generator is not None or out is not None:
-        return None
-    return rr.bernoulli_like(input, input if p is None else p, generator=g)
-
-
-def _in_place(fill):
-    """A Tensor.*_ method: self filled with the routed values, as torch does, under no_grad for a leaf."""
-
-    def route(g, self, *args, generator=None, **kwargs):
-        if generator is not None:
-            return None
-        values = fill(g, self, *args, **kwargs)
-        if values is None:
-            return None
-        return self.copy_(values)
-
-    return route
-
-
-def _random_fill(g, self, *args, **kwargs):
-    if not args and not kwargs:
-        return None  # random_() without bounds: the dtype's whole range, not routed
-    low, high = (0, args[0]) if len(args) == 1 else args if args else (kwargs.get("from", 0), kwargs["to"])
-    return _ints(self, low, high, self.dtype, g)
-
-
-def _dropout(fn):
-    def route(g, input, p=0.5, training=True, inplace=False):
-        return fn(input, p, training, inplace, generator=g)
-
-    return route
-
-
-@torch.library.custom_op("rngx_mode::softmax", mutates_args=())
-def _softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """torch.softmax as one opaque op under torch.compile: Inductor runs torch's kernel instead of generating its
-    own, whose sums round differently, so compiled attention weights are eager's bit for bit."""
-    return torch.softmax(x, dim)
-
-
-@torch.library.custom_op("rngx_mode::softmax_backward", mutates_args=())
-def _softmax_backward(grad: torch.Tensor, out: torch.Tensor, dim: int) -> torch.Tensor:
-    return softmax_backward_data(grad, out, dim, out.dtype)
-
-
-_softmax.register_fake(lambda x, dim: torch.empty_like(x))
-_softmax_backward.register_fake(lambda grad, out, dim: torch.empty_like(out))
-
-
-def _softmax_setup(ctx, inputs, output):
-    ctx.out, ctx.dim = output, inputs[1]
-
-
-_softmax.register_autograd(
-    lambda ctx, grad: (_softmax_backward(grad, ctx.out, ctx.dim), None), setup_context=_softmax_setup
-)
-
-
-def _softmax_of(x, dim):
-    return _softmax(x, dim) if torch.compiler.is_compiling() else x.softmax(dim)
-
-
-def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """Math attention with our dropout on the probabilities: materialises the (L, S) weights, so it costs what
-    torch's math backend costs. dropout_p == 0 draws nothing and stays torch's (fused kernels included)."""
-    if dropout_p == 0.0:
-        return TF.scaled_dot_product_attention(
-            query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
-        )
-    L, S = query.size(-2), key.size(-2)
-    scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
-    if enable_gqa:
-        key = key.repeat_interleave(query.size(-3) // key.size(-3), -3)
-        value = value.repeat_interleave(query.size(-3) // value.size(-3), -3)
-    scores = query @ key.transpose(-2, -1) * scale
-    if is_causal:
-        causal = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()
-        scores = scores.masked_fill(~causal, float("-inf"))
-    if attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-    weights = _softmax_of(scores, -1)
-    return rr.dropout(weights, dropout_p, generator=g) @ value
-
-
-def _init_uniform(g, tensor, a=0.0, b=1.0, generator=None):
-    with torch.no_grad():
-        return _ROUTES[torch.Tensor.uniform_](g, tensor, a, b, generator=generator)
-
-
-def _init_normal(g, tensor, mean=0.0, std=1.0, generator=None):
-    with torch.no_grad():
-        return _ROUTES[torch.Tensor.normal_](g, tensor, mean, std, generator=generator)
-
-
-def _init_kaiming_uniform(g, tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """torch's bound, sqrt(3) * gain / sqrt(fan), with the uniform routed."""
-    if 0 in tensor.shape:
-        return None  # torch's warning and no-op
-    gain = torch.nn.init.calculate_gain(nonlinearity, a)
-    bound = math.sqrt(3.0) * gain / math.sqrt(calculate_correct_fan(tensor, mode))
-    return _init_uniform(g, tensor, -bound, bound, generator)
-
-
-def _randperm(
-    g, n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False
-):
-    if not _plain(dict(generator=generator, out=out, layout=layout, pin_memory=pin_memory)):
-        return None
-    return _created(rr.randperm(n, generator=g, dtype=dtype or torch.int64, device=device or "cpu"), requires_grad)
-
-
-def _multinomial(g, input, num_samples, replacement=False, *, generator=None, out=None):
-    if generator is not None or out is not None:
-        return None
-    return rr.multinomial(input, num_samples, replacement, generator=g)
-
-
-def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    """torch's formula with the Gumbel noise -log(E), E ~ Exp(1) from exponential_like."""
-    gumbels = -rr.exponential_like(logits, generator=g).log()
-    y_soft = _softmax_of((logits + gumbels) / tau, dim)
-    if not hard:
-        return y_soft
-    index = y_soft.max(dim, keepdim=True)[1]
-    y_hard = torch.zeros_like(logits, memory_format=torch.legacy_contiguous_format).scatter_(dim, index, 1.0)
-    return y_hard - y_soft.detach() + y_soft
-
-
-_ROUTES = {
-    torch.rand: _creation(rr.rand_like),
-    torch.randn: _creation(rr.randn_like),
-    torch.randint: _randint,
-    torch.rand_like: _like_route(rr.rand_like),
-    torch.randn_like: _like_route(rr.randn_like),
-    torch.randint_like: _randint_like,
-    torch.normal: _normal,
-    torch.bernoulli: _bernoulli,
-    torch.Tensor.bernoulli: _bernoulli,
-    torch.Tensor.uniform_: _in_place(lambda g, t, a=0.0, b=1.0: rr.uniform_like(t, a, b, generator=g)),
-    torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: rr.normal_like(t, mean, std, generator=g)),
-    torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
-    torch.Tensor.random_: _in_place(_random_fill),
-    torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
-    torch.randperm: _randperm,
-    torch.multinomial: _multinomial,
-    torch.Tensor.multinomial: _multinomial,
-    TF.gumbel_softmax: _gumbel_softmax,
-    TF.dropout: _dropout(rr.dropout),
-    TF.dropout1d: _dropout(rr.dropout1d),
-    TF.dropout2d: _dropout(rr.dropout2d),
-    TF.dropout3d: _dropout(rr.dropout3d),
-    TF.alpha_dropout: _dropout(rr.alpha_dropout),
-    TF.feature_alpha_dropout: _dropout(rr.feature_alpha_dropout),
-    TF.scaled_dot_product_attention: _sdpa,
-    torch.nn.init.uniform_: _init_uniform,
-    torch.nn.init.normal_: _init_normal,
-    torch.nn.init.kaiming_uniform_: _init_kaiming_uniform,
-}
-
-
-def _name(func):
-    """The public name of a torch function: torch.rand, torch.Tensor.uniform_, torch.nn.functional.dropout."""
-    if func in _TENSOR_METHODS:
-        return f"torch.Tensor.{func.__name__}"
-    module = getattr(func, "__module__", None)
-    if module in (None, "torch._C._nn", "torch._C._VariableFunctions") or module.startswith("torch._C"):
-        module = "torch.nn.functional" if getattr(TF, func.__name__, None) is func else "torch"
-    return f"{module}.{func.__name__}"
-
-
-_TENSOR_METHODS = {
-    getattr(torch.Tensor, n)
-    for n in (
-        "bernoulli",
-        "bernoulli_",
-        "normal_",
-        "uniform_",
-        "random_",
-        "cauchy_",
-        "log_normal_",
-        "geometric_",
-        "exponential_",
-        "multinomial",
-    )
-}
-ROUTED = tuple(sorted({_name(f) for f in _ROUTES} | {"torch.nn.init.trunc_normal_"}))
-
-# Random calls that stay torch's: never silent (uncovered=).
-_UNCOVERED = {
-    torch.Tensor.cauchy_,
-    torch.Tensor.log_normal_,
-    torch.Tensor.geometric_,
-    torch.poisson,
-    torch.binomial,
-    torch.rrelu,
-    torch.rrelu_,
-    *PRIVATE_SAMPLERS,
-    TF.fractional_max_pool2d,
-    TF.fractional_max_pool3d,
-    TF.rrelu,
-    TF.rrelu_,
-}
-UNCOVERED = tuple(sorted({_name(f) for f in _UNCOVERED}))
-_UNROUTED = object()
-_WATCHED = {**dict.fromkeys(_UNCOVERED, _UNROUTED), **_ROUTES}  # what the mode looks at; any other call goes through
-
-
-def _uncovered(func, args, kwargs):
-    """Whether this call of an unrouted function draws: rrelu only in training, fractional pooling without
-    _random_samples; any call with an explicit torch.Generator draws from it."""
-    if isinstance(kwargs.get("generator"), torch.Generator):
-        return True
-    if func in (TF.rrelu, TF.rrelu_):
-        return (args[3] if len(args) > 3 else kwargs.get("training", False)) is True
-    if func in (TF.fractional_max_pool2d, TF.fractional_max_pool3d):
-        return kwargs.get("_random_samples") is None and not (len(args) > 5 and args[5] is not None)
-    return func in _UNCOVERED
-
-
+# ---- reports ----
+_SKIP = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (sys.modules[__package__], torch, contextlib))
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
+
+
+def _message(name, reason):
+    return (
+        f"torch_rngx.mode: {name} is not routed and draws from torch's generator{reason}: its values are torch's, "
+        "and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
+    )
+
+
+def _report_now(name, reason, uncovered, site):
+    """Warns (once per function and process) or raises; in eager and at trace time alike (plain Python here)."""
+    message = _message(name, reason)
+    if uncovered == "error":
+        raise RuntimeError(message)
+    with _warned_lock:
+        if name in _warned:
+            return
+        _warned.add(name)
+    warnings.warn_explicit(message, UncoveredRandomWarning, *site)
+
+
+def _eager_site():
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIP):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<unknown>", 0)
+
+
+def _report_traced(ctx):
+    """comptime: the report of a call torch.compile is tracing, made while it traces (fullgraph or not)."""
+    site = next(((f, line) for f, line in traced_frames(ctx) if not f.startswith(_SKIP)), ("<unknown>", 0))
+    uncovered = traced_constant(ctx, "uncovered")
+    _report_now(traced_constant(ctx, "name"), traced_constant(ctx, "reason"), uncovered, site)
+
+
+_marks: list = []  # trace time: (graph, its node count) before each Python torch function _python runs
+
+
+def _mark_traced(ctx):
+    graph = traced_graph(ctx)
+    _marks.append((graph, len(graph.nodes)))
+
+
+def _scan_traced(ctx):
+    """comptime, after a Python torch function ran as it is under torch.compile: reports the random ops it put in
+    the graph (the nodes since its mark), as the eager net would."""
+    graph = traced_graph(ctx)
+    marked, start = _marks.pop() if _marks else (None, 0)
+    if marked is not graph:  # a trace restarted in between: nothing to compare against
+        return
+    nodes = list(graph.nodes)[start:]
+    uncovered = traced_constant(ctx, "uncovered")
+    for node in nodes:
+        target = node.target
+        op = _random_ops.aten_random_op(target) if node.op == "call_method" else None
+        if node.op == "call_function":
+            op = random_op_of(target)
+            if op is None and type(target) is types.FunctionType and may_draw(target):
+                op = _random_ops.RandomOp(_name(target, {}), None, None)
+        if op is not None and op.draws(tuple(node.args), dict(node.kwargs)):
+            site = next(((f, line) for f, line in traced_frames(ctx) if not f.startswith(_SKIP)), ("<unknown>", 0))
+            _report_now(traced_constant(ctx, "name"), f" (it calls {op.name})", uncovered, site)
+
+
+def _unseen_traced(ctx):
+    """comptime: a torch function the table does not hold (an op of another library, say), met while tracing."""
+    func = traced_constant(ctx, "func")
+    op = random_op_of(func)
+    if op is not None:
+        site = next(((f, line) for f, line in traced_frames(ctx) if not f.startswith(_SKIP)), ("<unknown>", 0))
+        _report_now(_name(func, {}), "", traced_constant(ctx, "uncovered"), site)
+
+
+def _prepare_traced(ctx):
+    _prepare()
+
+
+_here = threading.local()  # eager: .call = (mode, name, quiet) of the torch call a mode is running; .net
 
 
 class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
@@ -389,11 +285,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         generator: a torch_rngx.Generator or nn.RNG, shared with any other user of it.
             With neither, each call draws a seed from torch's default generator, so torch.manual_seed reproduces it.
         uncovered: what a random call that stays torch's does (Tensor.cauchy_, torch.poisson, F.rrelu in training,
-            fractional max pooling, any call given an explicit torch.Generator, ... see UNCOVERED): "warn" (once per
-            function and process, an UncoveredRandomWarning naming it), "error" (RuntimeError) or "ignore".
+            any call given an explicit torch.Generator, a random op inside a C++ extension, ...; uncovered_names()
+            lists torch's functions): "warn" (once per function and process, an UncoveredRandomWarning naming it;
+            at trace time under torch.compile), "error" (RuntimeError) or "ignore".
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
-    that has not entered it keeps torch's random functions.
+    that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
+    their own (docs/guide.md, "DataLoader workers").
 
     Example::
 
@@ -416,36 +314,100 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         owner_of(generator)  # rejects anything but a Generator, an RNG or None
         self.generator = Generator(seed) if seed is not None else generator
         self.uncovered = uncovered
+        self._net = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         # Every torch call in the block comes here, random or not: the others cost one dict lookup and the call.
-        route = _WATCHED.get(func)
-        if route is None:
+        if type(func) is FunctionType and torch.compiler.is_compiling():
+            # torch.compile looks some Python function keys up wrong (met inside a transparent function), and then
+            # guards on that; it reads their __module__ and __name__ right
+            kind = _BY_NAME.get(f"{func.__module__}.{func.__name__}", _UNSEEN)
+        else:
+            kind = _KIND.get(func, _UNSEEN)
+        how = kind[0]
+        if how == "plain":
             return func(*args, **kwargs) if kwargs else func(*args)
         kwargs = kwargs or {}
-        if route is not _UNROUTED:
-            out = route(self.generator, *args, **dict(kwargs))
-            if out is not None:
-                return out
-        if self.uncovered != "ignore" and _uncovered(func, args, kwargs):
-            self._report(func)
-        return func(*args, **kwargs)
+        if how == "unseen":
+            if torch.compiler.is_compiling():
+                uncovered = self.uncovered
+                if uncovered != "ignore":
+                    comptime(_unseen_traced)  # reads func and uncovered
+                return func(*args, **kwargs)
+            kind = _LATER.get(func)
+            if kind is None:
+                kind = _LATER[func] = _classify(func, {})
+            if kind[0] == "plain":
+                return func(*args, **kwargs)
+        how, what, name, op = kind
+        if how == _ROUTE:
+            if not isinstance(kwargs.get("generator"), torch.Generator):
+                out = what(self.generator, *args, **dict(kwargs))
+                if out is not None:
+                    return out
+            return self._unrouted(func, name, op, args, kwargs)
+        if how == _THROUGH and all(t in _PLAIN_TYPES for t in types):
+            function_mode_base_enter(self)
+            try:
+                return what(*args, **kwargs)
+            finally:
+                function_mode_base_exit(self)
+        if how == _RANDOM:
+            return self._unrouted(func, name, op, args, kwargs)
+        return self._python(func, name, what if how == _PYTHON else None, args, kwargs)
 
-    def _report(self, func):
-        name = _name(func)
-        message = (
-            f"torch_rngx.mode: {name} is not routed and draws from torch's generator: its values are torch's, "
-            f"and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
-        )
-        if self.uncovered == "error":
-            raise RuntimeError(message)
-        with _warned_lock:
-            if name in _warned:
-                return
-            _warned.add(name)
-        warnings.warn(message, UncoveredRandomWarning, stacklevel=3)
+    def _unrouted(self, func, name, op, args, kwargs):
+        """A call that stays torch's: reported if it draws (with an explicit torch.Generator it always may)."""
+        explicit = isinstance(kwargs.get("generator"), torch.Generator)
+        if self.uncovered != "ignore" and (explicit or op is None or op.draws(args, kwargs)):
+            self._report(name, " (given a torch.Generator)" if explicit else "")
+        if torch.compiler.is_compiling():
+            return func(*args, **kwargs)
+        return self._watched(func, name, True, args, kwargs)
+
+    def _python(self, func, name, method, args, kwargs):
+        """A torch function written in Python run as it is (torch popped the mode for it): in eager under the net,
+        compiled with its graph checked at trace time."""
+        if not torch.compiler.is_compiling():
+            return self._watched(func, name, False, args, kwargs)
+        uncovered = self.uncovered
+        if uncovered != "ignore":
+            comptime(_mark_traced)
+        if method is not None:
+            out = method(*args, **kwargs)
+        else:
+            out = func(*args, **kwargs)
+        if uncovered != "ignore":
+            comptime(_scan_traced)
+        return out
+
+    def _watched(self, func, name, quiet, args, kwargs):
+        """func(*args) in eager, named for the net: a random aten op it reaches is reported as this call's (unless
+        the call itself was reported: quiet)."""
+        outer = getattr(_here, "call", None)
+        _here.call = (self, name, quiet)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _here.call = outer
+
+    def _report(self, name, reason):
+        uncovered = self.uncovered
+        if uncovered == "ignore":
+            return
+        if torch.compiler.is_compiling():
+            comptime(_report_traced)  # reads name, reason and uncovered
+            return
+        if not _compiled_code_running():  # a compiled graph's ops pass the mode too: reported when it was traced
+            _report_now(name, reason, uncovered, _eager_site())
 
     def __enter__(self):
+        if torch.compiler.is_compiling():
+            comptime(_prepare_traced)
+        else:
+            _prepare()
+            if getattr(_here, "net", None) is None:
+                self._net = _here.net = _Net(self).__enter__()
         _bind()
         return super().__enter__()
 
@@ -454,9 +416,63 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             return super().__exit__(*exc)
         finally:
             _unbind()
+            if self._net is not None:
+                net, self._net, _here.net = self._net, None, None
+                net.__exit__(None, None, None)
 
 
-# ---- the rebound names (torch.overrides.get_ignored_functions(), and trunc_normal_, which never dispatches) ----
+# ---- the eager net ----
+_NET_OPS: dict = {}  # OpOverload -> RandomOp or None
+
+
+class _Net(TorchDispatchMode):
+    """Under a mode in eager: an aten op torch tags random that reaches the dispatcher, and whose call the mode did
+    not route, is reported as `uncovered` says, naming the torch call that made it. Our own ops' draws are not its
+    concern (random_op_of leaves them out; what they run inside is below this mode while they run). torch.compile
+    ignores it (ignore_compile_internals): compiled code is checked at trace time. Higher-order ops (a compiled
+    graph's auto_functionalized, say) pass through it as any op does."""
+
+    supports_higher_order_operators = True
+
+    def __init__(self, owner):
+        super().__init__()
+        self.owner = owner
+
+    @classmethod
+    def ignore_compile_internals(cls):
+        return True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        op = _NET_OPS.get(func, _UNSEEN)
+        if op is _UNSEEN:
+            op = _NET_OPS[func] = random_op_of(func)
+        kwargs = kwargs or {}
+        if op is not None and op.draws(args, kwargs) and not drawing_own():
+            call = getattr(_here, "call", None)
+            if call is None:
+                owner = _active() or self.owner
+                owner._report(str(func), " (an aten op reached from no torch call the mode saw)")
+            elif not call[2]:
+                call[0]._report(call[1], f" (it calls {func})")
+        return func(*args, **kwargs)
+
+
+_COMPILED = compiled_runtime_dirs()
+
+
+def _compiled_code_running():
+    """Whether a compiled graph is running (its draws were reported when it was traced): a frame of AOTAutograd's or
+    Inductor's runtime, or of a graph's generated code, is on the stack."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if file.startswith(_COMPILED) or file.startswith("<eval_with_key>") or "torchinductor" in file:
+            return True
+        frame = frame.f_back
+    return False
+
+
+# ---- bindings while any mode is active: nn.init.trunc_normal_ and the DataLoader workers' entry point ----
 
 
 def _active():
@@ -474,8 +490,7 @@ def _wrapper(original, route):
             out = route(m.generator, *args, **dict(kwargs))
             if out is not None:
                 return out
-            if m.uncovered != "ignore":
-                m._report(original)
+            m._report(_TRUNC, " (given a torch.Generator)")
         return original(*args, **kwargs)
 
     wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = original.__name__, original.__qualname__, original.__doc__
@@ -483,35 +498,31 @@ def _wrapper(original, route):
     return wrapper
 
 
-def _trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    return None if generator is not None else _trunc_normal_(tensor, mean, std, a, b, generator=g)
-
-
-_REBOUND = [
-    (torch, "rand_like", _like_route(rr.rand_like)),
-    (torch, "randn_like", _like_route(rr.randn_like)),
-    (torch, "randint_like", _randint_like),
-    (torch, "normal", _normal),
-    (torch.nn.init, "trunc_normal_", _trunc_normal),
-]
-_ORIGINALS = {name: getattr(owner, name) for owner, name, _ in _REBOUND}
-_WRAPPERS = {name: _wrapper(_ORIGINALS[name], route) for _, name, route in _REBOUND}
+_TRUNC_NORMAL = torch.nn.init.trunc_normal_
+_TRUNC_WRAPPER = _wrapper(_TRUNC_NORMAL, trunc_normal)
+_WORKER_LOOP = dataloader_worker_loop()
 _entered = 0
 _bind_lock = threading.Lock()
+
+
+def _set_bindings(on):
+    from ._mode_workers import WorkerLoop
+
+    torch.nn.init.trunc_normal_ = _TRUNC_WRAPPER if on else _TRUNC_NORMAL
+    if not torch.compiler.is_compiling():  # a DataLoader never starts in compiled code
+        set_dataloader_worker_loop(WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
 
 
 def _bind():
     """Counts active modes across threads; the first binds the wrappers."""
     global _entered
-    if torch.compiler.is_compiling():  # traced as a side effect; the wrappers stay bound after the graph
-        for owner, name, _ in _REBOUND:
-            setattr(owner, name, _WRAPPERS[name])
+    if torch.compiler.is_compiling():  # traced as a side effect; the wrapper stays bound after the graph
+        torch.nn.init.trunc_normal_ = _TRUNC_WRAPPER
         return
     with _bind_lock:
         _entered += 1
         if _entered == 1:
-            for owner, name, _ in _REBOUND:
-                setattr(owner, name, _WRAPPERS[name])
+            _set_bindings(True)
 
 
 def _unbind():
@@ -521,5 +532,4 @@ def _unbind():
     with _bind_lock:
         _entered -= 1
         if _entered == 0:
-            for owner, name, _ in _REBOUND:
-                setattr(owner, name, _ORIGINALS[name])
+            _set_bindings(False)

@@ -211,36 +211,43 @@ def randint_like(
     high: Optional[int] = None,
     *,
     generator: Optional[Union[Generator, RNG]] = None,
-    dtype: torch.dtype = torch.int64,
+    dtype: Optional[torch.dtype] = None,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
-    """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`
-    (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means low = 0. Unlike torch,
-    the default dtype is int64, not x's.
+    """Stands in for ``torch.randint_like``: integers uniform on [low, high) shaped like x, in `dtype`, x's by
+    default, as torch (functional.randint's values on a drawn key). As torch, ``randint_like(x, high)`` means
+    low = 0. In a float or bool dtype the values are int64 draws converted, as torch allows; a float dtype holds every
+    integer of [-(2^digits), 2^digits] exactly, and outside it torch's warning is given.
 
     Args:
-        x (Tensor): gives the shape, strides and device.
+        x (Tensor): gives the shape, strides, device and (by default) the dtype.
         low (int): the lowest value (or, without `high`, the bound: values in [0, low)).
         high (int, optional): one above the highest value.
 
     Keyword args:
         generator, global_shape, global_start: as for every stateful function (module docstring).
-        dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
+        dtype (torch.dtype, optional): uint8, int8, int16, int32, int64, bool (high <= 2) or a float dtype;
+            default x's.
 
     Example::
 
-        >>> i = torch_rngx.randint_like(torch.empty(100), 10)
+        >>> i = torch_rngx.randint_like(torch.empty(100, dtype=torch.int32), 10)
         >>> i.dtype, bool(((i >= 0) & (i < 10)).all())
-        (torch.int64, True)
+        (torch.int32, True)
     """
     low, high = (0, low) if high is None else (low, high)  # torch's one-bound form
-    return draw(
+    if not isinstance(x, Tensor):
+        _checks.strided(x, "x")  # names the argument
+    dtype = x.dtype if dtype is None else dtype
+    drawn = _checks.randint_draw_dtype(dtype, low, high)
+    out = draw(
         "randint",
         x,
         generator,
-        *_checks.like_int_range(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x"),
+        *_checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x"),
     )
+    return out if drawn == dtype else out.to(dtype)
 
 
 def exponential_like(
@@ -559,17 +566,19 @@ def feature_alpha_dropout(
 
 def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, global_start=None):
     """The dropout family drawing from `generator` (as draw takes it: None for torch's generator, a Generator, an
-    nn.RNG or an nn module's Owned state), under the global view (global_shape, global_start) if given. Draws
-    nothing when not training or x is empty, as torch."""
+    nn.RNG or an nn module's Owned state), under the global view (global_shape, global_start) if given. As torch,
+    when not training or at p = 0 it returns x itself, of any dtype, drawing nothing; draws nothing when x is
+    empty."""
     p, *view = _checks.dropout_args(x, p, training, inplace, global_shape, global_start)
+    batched = _channel_rank(kind, x.dim()) if kind in _CHANNEL_RANKS else True  # torch's rank checks come first
+    if not training or p == 0:
+        return x
+    _checks.dropout_input(x)
     if kind in _CHANNEL_RANKS:
-        batched = _channel_rank(kind, x.dim())
         if not batched and view[0] is not None:
             view = [[1, *view[0]], [0, *view[1]]]
-        out = _channel(kind, x if batched else x.unsqueeze(0), p, training, generator, view)
+        out = _channel(kind, x if batched else x.unsqueeze(0), p, generator, view)
         out = out if batched else out.squeeze(0)
-    elif not training:
-        out = x
     elif kind == "dropout":
         out = draw("dropout", x, generator, p, *view)
     else:  # alpha_dropout
@@ -580,9 +589,7 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     return out
 
 
-def _channel(kind, x, p, training, generator, view):
-    if not training:
-        return x
+def _channel(kind, x, p, generator, view):
     if x.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")  # torch's message
     n, c = x.shape[:2] if view[0] is None else view[0][:2]

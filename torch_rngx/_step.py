@@ -22,6 +22,7 @@ from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which
     _checks,
     _replay,
 )
+from ._random_ops import drawing_from_torch
 from ._spec import ops
 from ._torch import current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
 
@@ -47,8 +48,9 @@ def advance(state, blocks):
 
 def fresh_seed():
     """A fresh key [s, o]: two draws of 63 random bits from torch's default CPU generator (torch.manual_seed
-    reproduces them), one tensor op."""
-    return torch.empty(2, dtype=torch.int64).random_()
+    reproduces them), one tensor op, past any torch_rngx.mode."""
+    with drawing_from_torch():
+        return torch.empty(2, dtype=torch.int64).random_()
 
 
 _scratch = threading.local()

@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 import torch.utils.checkpoint
+import torch.utils.data
+import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 from torch._dynamo.comptime import comptime  # noqa: F401  (re-exported: the key-reuse checker's trace hook)
 
 # The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test) and
@@ -201,6 +203,100 @@ def torch_function_modes() -> Iterator[Any]:
     """This thread's torch function modes, innermost first."""
     for i in range(_len_stack() - 1, -1, -1):
         yield _stack_at(i)
+
+
+def function_mode_base_enter(mode: Any) -> None:
+    """Pushes `mode` back on this thread's torch function mode stack, with none of its own __enter__'s work (the
+    base TorchFunctionMode's push, which torch.compile traces)."""
+    torch.overrides.TorchFunctionMode.__enter__(mode)
+
+
+def function_mode_base_exit(mode: Any) -> None:
+    torch.overrides.TorchFunctionMode.__exit__(mode, None, None, None)
+
+
+# torch_rngx.mode's eager net (documented at this path; torch has no other name for it).
+TorchDispatchMode = _resolve(torch, "utils._python_dispatch.TorchDispatchMode", "for torch_rngx.mode's eager net")
+
+
+def builtin_namespaces() -> tuple:
+    """The namespaces of torch's builtins (torch.X, Tensor.X, torch.nn.functional's C ones), private ones included:
+    torch_rngx.mode looks there for the builtins torch tags random."""
+    return (torch, torch.Tensor, torch._C._nn, torch._C._VariableFunctions, torch._C._special, torch._C._linalg,
+            torch._C._fft)
+
+
+# ---- what torch_rngx.mode derives from torch's ops (torch_rngx/_random_ops.py) ----
+OpOverload = _resolve(torch, "_ops.OpOverload", "to read the tags of an op torch_rngx.mode meets")
+OpOverloadPacket = _resolve(torch, "_ops.OpOverloadPacket", "to read the tags of an op torch_rngx.mode meets")
+
+
+def packet_namespace(packet: Any) -> str:
+    """The namespace of an OpOverloadPacket ("aten" for torch.ops.aten.rand)."""
+    return packet._qualified_op_name.split("::")[0]
+
+
+def packet_name(packet: Any) -> str:
+    return packet._qualified_op_name
+
+
+# Runs torch calls past every torch function mode and subclass (torch_rngx's own seed draws from torch's generator).
+DisableTorchFunction = _resolve(torch, "_C.DisableTorchFunction", "to draw its own seeds past torch_rngx.mode")
+NO_OVERRIDE = "_rngx_no_override"  # the one name torch_rngx adds to torch's modules, below
+
+
+def _no_override(*args: Any) -> bool:
+    return False
+
+
+def install_no_override(module_globals: dict) -> str:
+    """Adds NO_OVERRIDE, an always-False stand-in for torch's has_torch_function*, to a torch module's globals
+    and to torch.overrides (torch functions name the checks either way); returns the name. A Python torch function
+    whose code names it in place of its check runs its body under a torch function mode (_random_ops.transparent).
+    Nothing else in torch reads the name."""
+    module_globals.setdefault(NO_OVERRIDE, _no_override)
+    if not hasattr(torch.overrides, NO_OVERRIDE):
+        setattr(torch.overrides, NO_OVERRIDE, _no_override)
+    return NO_OVERRIDE
+
+
+def show_to_function_modes(functions: Any) -> None:
+    """Makes torch.compile dispatch these torch builtins to torch function modes, as eager does: Dynamo dispatches
+    a call to a mode only if the function is in its set of overridable functions, which leaves out
+    torch.overrides.get_ignored_functions() (torch.rand_like, randn_like, randint_like, normal) and private
+    builtins (torch._standard_gamma, _sample_dirichlet), so a reference bound before a mode (`from torch import
+    randn_like`) would reach the graph unseen. Also the Tensor subclasses' __torch_function__ then see them compiled
+    as eager."""
+    overridable = _resolve(torch, "_dynamo.variables.torch.get_overridable_functions", "to show calls to the mode")
+    overridable().update(functions)
+
+
+# torch.utils.data's worker entry point: a DataLoader's iterator starts each worker process with it as its target,
+# looked up when the worker starts (torch_rngx/_mode_workers.py).
+_data_worker = _resolve(torch, "utils.data._utils.worker", "to give each DataLoader worker its own stream")
+
+
+def dataloader_worker_loop() -> Callable[..., Any]:
+    return _data_worker._worker_loop
+
+
+def set_dataloader_worker_loop(target: Callable[..., Any]) -> None:
+    _data_worker._worker_loop = target
+
+
+def compiled_runtime_dirs() -> tuple[str, ...]:
+    """The folders of torch.compile's runtime (AOTAutograd's, Inductor's; not Dynamo's, whose frames also run
+    eager code): a frame from one of them on the stack means a compiled graph is running."""
+    import importlib
+    import os
+
+    names = ("torch._functorch", "torch._inductor")
+    return tuple(os.path.dirname(str(importlib.import_module(n).__file__)) + os.sep for n in names)
+
+
+def traced_graph(ctx: Any) -> torch.fx.Graph:
+    """The fx graph torch.compile is building, from a comptime callback."""
+    return ctx.graph()
 
 
 softmax_backward_data: Callable[..., torch.Tensor] = _resolve(

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from . import _checks, _reuse, _router
+from ._random_ops import drawing_from_torch
 from ._torch import mark_static_address, own_buffer
 from .functional import fold_in, key, split
 
@@ -59,7 +60,10 @@ class Generator:
         if device.type not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'cpu' or 'cuda', got {device}")
         self.state = _fixed_address(torch.zeros(2, dtype=torch.int64, device=device))
-        self.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
+        if seed is None:
+            with drawing_from_torch():  # torch's generator even inside a torch_rngx.mode
+                seed = int(torch.empty((), dtype=torch.int64).random_())
+        self.manual_seed(seed)
         self.set_offset(offset)
 
     @property

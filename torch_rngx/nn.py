@@ -10,7 +10,7 @@ import torch
 
 from . import _checks
 from . import _init as init
-from ._mode import ROUTED, mode
+from ._mode import mode, routed_names
 from ._router import Owned
 from ._stateful import dropout_from
 from ._torch import own_buffer
@@ -226,7 +226,7 @@ class Converted(NamedTuple):
             dropout module).
         replaced (list): the (name, torch class name) pairs swapped, in named_modules() order.
         routed (tuple): the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's
-            ROUTED), empty with functional=False.
+            routed_names()), empty with functional=False.
 
     Example::
 
@@ -306,7 +306,7 @@ def convert(
         model.register_load_state_dict_pre_hook(_load_rngx_state)
     inner = _routed(model).args[3] if _routed(model) else model.__dict__.get("forward")
     model.forward = functools.partial(_routed_forward, model, None if root is not None else generator, uncovered, inner)
-    return Converted(model, replaced, ROUTED)
+    return Converted(model, replaced, routed_names())
 
 
 _MODE_DATUM = (1 << 64) - 1  # fold_in datum of the model's own stream, past any replaced module's index

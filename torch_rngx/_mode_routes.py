@@ -1,0 +1,289 @@
+"""torch_rngx.mode's routes: torch's signature in, the matching torch_rngx call on the mode's generator out; None
+means "not ours, it stays torch's" (an explicit torch.Generator, out=, a layout we do not make). The table ROUTES
+is the list of routed torch functions in docs/guarantees.md; torch functions written in Python that draw only
+through these (nn.init's, fractional max pooling, multi-head attention) are run with the mode kept on
+(_random_ops.transparent) and need no route of their own."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as TF
+
+from . import _stateful as rr
+from ._init import trunc_normal_ as _trunc_normal_
+from ._mode_rnn import RECURRENT
+from ._torch import softmax_backward_data
+
+
+def _size(args, kwargs):
+    size = kwargs.pop("size", None)
+    if size is None:
+        size = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)) else args
+    return tuple(size)
+
+
+def _plain(kwargs):
+    """Only the keywords a routed creation call understands: no generator, out=, layout or pin_memory."""
+    return (
+        kwargs.get("generator") is None
+        and kwargs.get("out") is None
+        and kwargs.get("pin_memory") in (None, False)
+        and kwargs.get("layout") in (None, torch.strided)
+    )
+
+
+def _created(out, requires_grad):
+    return out.requires_grad_() if requires_grad else out
+
+
+def _new(size, kwargs):
+    return torch.empty(size, dtype=kwargs.get("dtype") or torch.get_default_dtype(), device=kwargs.get("device"))
+
+
+def _like(x, kwargs):
+    """x, or torch.empty_like(x, ...) when the call changes the dtype, device or memory format."""
+    extra = {k: kwargs[k] for k in ("dtype", "device", "memory_format") if kwargs.get(k) is not None}
+    return torch.empty_like(x, **extra) if extra else x
+
+
+def _creation(sampler):
+    def route(g, *args, **kwargs):
+        if not _plain(kwargs):
+            return None
+        size = _size(args, kwargs)
+        return _created(sampler(_new(size, kwargs), generator=g), kwargs.get("requires_grad", False))
+
+    return route
+
+
+def _like_route(sampler):
+    def route(g, input, **kwargs):
+        if not _plain(kwargs):
+            return None
+        return _created(sampler(_like(input, kwargs), generator=g), kwargs.get("requires_grad", False))
+
+    return route
+
+
+def _randint(g, *args, **kwargs):
+    if not _plain(kwargs):
+        return None
+    low = kwargs.pop("low", 0)
+    if "high" in kwargs:
+        high, size = kwargs.pop("high"), _size(args, kwargs)
+    elif len(args) == 3 or (len(args) == 2 and "size" in kwargs):
+        low, high, *rest = args
+        size = _size(rest, kwargs)
+    else:
+        high, *rest = args
+        size = _size(rest, kwargs)
+    like = torch.empty(size, device=kwargs.get("device"))
+    out = rr.randint_like(like, low, high, generator=g, dtype=kwargs.get("dtype") or torch.int64)
+    return _created(out, kwargs.get("requires_grad", False))
+
+
+def _randint_like(g, input, *args, **kwargs):
+    if not _plain(kwargs):
+        return None
+    if "high" in kwargs:
+        low, high = (args[0] if args else kwargs.pop("low", 0)), kwargs.pop("high")
+    else:
+        low, high = (0, args[0]) if len(args) == 1 else args
+    like = _like(input, {**kwargs, "dtype": None})
+    out = rr.randint_like(like, low, high, generator=g, dtype=kwargs.get("dtype") or input.dtype)
+    return _created(out, kwargs.get("requires_grad", False))
+
+
+def _normal(g, mean=0.0, std=1.0, *args, **kwargs):
+    """Every overload: (Tensor, Tensor), (Tensor, float), (float, Tensor) give mean + std * randn of the broadcast
+    shape (as torch, no gradient flows to mean or std); (float, float, size) is normal_like of that size."""
+    if not _plain(kwargs):
+        return None
+    if isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor):
+        ref = mean if isinstance(mean, torch.Tensor) else std
+        shape = torch.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, torch.Tensor)))
+        with torch.no_grad():
+            return rr.randn_like(ref.new_empty(shape), generator=g) * std + mean
+    size = _size(args, kwargs)
+    return _created(rr.normal_like(_new(size, kwargs), mean, std, generator=g), kwargs.get("requires_grad", False))
+
+
+def _bernoulli(g, input, p=None, *, generator=None, out=None):
+    if generator is not None or out is not None:
+        return None
+    return rr.bernoulli_like(input, input if p is None else p, generator=g)
+
+
+def _in_place(fill):
+    """A Tensor.*_ method: self filled with the routed values, as torch does, under no_grad for a leaf."""
+
+    def route(g, self, *args, generator=None, **kwargs):
+        if generator is not None:
+            return None
+        values = fill(g, self, *args, **kwargs)
+        if values is None:
+            return None
+        return self.copy_(values)
+
+    return route
+
+
+def _whole_range(dtype):
+    """random_()'s range without bounds, as torch defines it: [0, 2^digits] in a float dtype (every integer of it
+    exact), [0, max] in an integer dtype, {False, True} for bool; None where torch has no random_ (unsigned dtypes
+    past uint8)."""
+    if dtype == torch.bool:
+        return 0, 2
+    if dtype.is_floating_point:
+        return 0, (1 << (int(-math.log2(torch.finfo(dtype).eps)) + 1)) + 1
+    if dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        return 0, torch.iinfo(dtype).max + 1
+    return None
+
+
+def _random_fill(g, self, *args, **kwargs):
+    """random_(from, to), random_(to), random_(from, None) (to the dtype's top) and random_() over the dtype's range."""
+    whole = _whole_range(self.dtype)
+    if whole is None:
+        return None
+    if args or kwargs:
+        low, high = (0, args[0]) if len(args) == 1 else args if args else (kwargs.get("from", 0), kwargs.get("to"))
+        if high is None:
+            high = whole[1]
+    else:
+        low, high = whole
+    if self.dtype == torch.int64 and high == 1 << 63:  # int64's top as one past: draw one lower and add 1
+        return rr.randint_like(self, low - 1, high - 1, generator=g) + 1
+    return rr.randint_like(self, low, high, generator=g)
+
+
+def _dropout(fn):
+    def route(g, input, p=0.5, training=True, inplace=False):
+        return fn(input, p, training, inplace, generator=g)
+
+    return route
+
+
+def _torch_dropout(inplace):
+    """torch.dropout / dropout_ (input, p, train): F.dropout's C++ op, called directly."""
+
+    def route(g, input, p, train):
+        return rr.dropout(input, p, train, inplace, generator=g)
+
+    return route
+
+
+@torch.library.custom_op("rngx_mode::softmax", mutates_args=())
+def _softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """torch.softmax as one opaque op under torch.compile: Inductor runs torch's kernel instead of generating its
+    own, whose sums round differently, so compiled attention weights are eager's bit for bit."""
+    return torch.softmax(x, dim)
+
+
+@torch.library.custom_op("rngx_mode::softmax_backward", mutates_args=())
+def _softmax_backward(grad: torch.Tensor, out: torch.Tensor, dim: int) -> torch.Tensor:
+    return softmax_backward_data(grad, out, dim, out.dtype)
+
+
+_softmax.register_fake(lambda x, dim: torch.empty_like(x))
+_softmax_backward.register_fake(lambda grad, out, dim: torch.empty_like(out))
+
+
+def _softmax_setup(ctx, inputs, output):
+    ctx.out, ctx.dim = output, inputs[1]
+
+
+_softmax.register_autograd(
+    lambda ctx, grad: (_softmax_backward(grad, ctx.out, ctx.dim), None), setup_context=_softmax_setup
+)
+
+
+def _softmax_of(x, dim):
+    return _softmax(x, dim) if torch.compiler.is_compiling() else x.softmax(dim)
+
+
+def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """Math attention with our dropout on the probabilities: materialises the (L, S) weights, so it costs what
+    torch's math backend costs. dropout_p == 0 draws nothing and stays torch's (fused kernels included)."""
+    if dropout_p == 0.0:
+        return TF.scaled_dot_product_attention(
+            query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    L, S = query.size(-2), key.size(-2)
+    scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    if enable_gqa:
+        key = key.repeat_interleave(query.size(-3) // key.size(-3), -3)
+        value = value.repeat_interleave(query.size(-3) // value.size(-3), -3)
+    scores = query @ key.transpose(-2, -1) * scale
+    if is_causal:
+        causal = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    weights = _softmax_of(scores, -1)
+    return rr.dropout(weights, dropout_p, generator=g) @ value
+
+
+def _randperm(
+    g, n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False
+):
+    if not _plain(dict(generator=generator, out=out, layout=layout, pin_memory=pin_memory)):
+        return None
+    return _created(rr.randperm(n, generator=g, dtype=dtype or torch.int64, device=device or "cpu"), requires_grad)
+
+
+def _multinomial(g, input, num_samples, replacement=False, *, generator=None, out=None):
+    if generator is not None or out is not None:
+        return None
+    return rr.multinomial(input, num_samples, replacement, generator=g)
+
+
+def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """torch's formula with the Gumbel noise -log(E), E ~ Exp(1) from exponential_like; the softmax is
+    _softmax_of's, so compiled equals eager bit for bit."""
+    gumbels = -rr.exponential_like(logits, generator=g).log()
+    y_soft = _softmax_of((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = torch.zeros_like(logits, memory_format=torch.legacy_contiguous_format).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """nn.init.trunc_normal_ (which has no torch-function check, so the mode rebinds it): every value in [a, b]."""
+    return None if generator is not None else _trunc_normal_(tensor, mean, std, a, b, generator=g)
+
+
+ROUTES = {
+    torch.rand: _creation(rr.rand_like),
+    torch.randn: _creation(rr.randn_like),
+    torch.randint: _randint,
+    torch.rand_like: _like_route(rr.rand_like),
+    torch.randn_like: _like_route(rr.randn_like),
+    torch.randint_like: _randint_like,
+    torch.normal: _normal,
+    torch.bernoulli: _bernoulli,
+    torch.Tensor.bernoulli: _bernoulli,
+    torch.Tensor.uniform_: _in_place(lambda g, t, a=0.0, b=1.0: rr.uniform_like(t, a, b, generator=g)),
+    torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: rr.normal_like(t, mean, std, generator=g)),
+    torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
+    torch.Tensor.random_: _in_place(_random_fill),
+    torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
+    torch.randperm: _randperm,
+    torch.multinomial: _multinomial,
+    torch.Tensor.multinomial: _multinomial,
+    TF.gumbel_softmax: _gumbel_softmax,
+    TF.dropout: _dropout(rr.dropout),
+    TF.dropout1d: _dropout(rr.dropout1d),
+    TF.dropout2d: _dropout(rr.dropout2d),
+    TF.dropout3d: _dropout(rr.dropout3d),
+    TF.alpha_dropout: _dropout(rr.alpha_dropout),
+    TF.feature_alpha_dropout: _dropout(rr.feature_alpha_dropout),
+    torch.dropout: _torch_dropout(False),
+    torch.dropout_: _torch_dropout(True),
+    TF.scaled_dot_product_attention: _sdpa,
+    **RECURRENT,
+}
