@@ -113,8 +113,8 @@ def _spec_samples(spec, state, batched, device):
 
 def opcheck_all(device: torch.device | str = "cpu") -> int:
     """Runs ``torch.library.opcheck`` (schema, autograd registration, fake tensor, AOT dispatch) on every sample.
-    Raises on the first failure, naming the op and input; returns the number of samples checked (720 on the CPU:
-    about two minutes of CPU time).
+    Raises on the first failure, naming the op and input; returns the number of samples checked, one per item of
+    ``samples(device)`` (on the CPU about two minutes of CPU time).
 
     Args:
         device (torch.device or str): where the inputs live ("cuda" checks the CUDA kernels).
