@@ -17,9 +17,12 @@ stream 1.0 contract (docs/stream.md; a state [seed, offset] counts its offset in
    2^size-log2 elements: ratio = torch's time / ours, so > 1 means faster than torch.
 6. torch_rngx.triton compiled for the GPU == our ops there (enable_fp_fusion off, and on for the functions that
    need not care), and the fused dropout example forward and backward (docs/device_api.md).
+7. kernels per eager draw at 2^16 (profiler): ours with a Generator on the device, the op alone on an explicit
+   key, torch's dropout and rand_like, with device time; and AOTInductor packages run on device states.
 
 Prints one table and writes benchmarks/results/gpu_check_<gpu>.json: `checks` (name -> "pass", "fail" or
-"skip: why"), `details`, `speed` (name -> {ratio, ours_ms, theirs_ms, target, met}) and `meta`; with $OUT set it
+"skip: why"), `details`, `speed` (name -> {ratio, ours_ms, theirs_ms, target, met}), `launches` (name -> {kernels,
+names, device_us}) and `meta`; with $OUT set it
 copies the JSON and the table (gpu_check.txt) there. The exit status is 1 iff a check fails: a missed speed target
 is reported in the JSON and the table but never changes the exit status.
 
@@ -48,7 +51,7 @@ U64, M32 = 1 << 64, (1 << 32) - 1
 T0 = time.time()
 DEV = "cuda"  # --device cpu: the whole script on the CPU, to test the script itself
 rngx = F = None  # torch_rngx and torch_rngx.functional, imported after the build
-ROWS, CHECKS, DETAILS, SPEED = [], {}, {}, {}
+ROWS, CHECKS, DETAILS, SPEED, LAUNCHES = [], {}, {}, {}, {}
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64)
 
@@ -682,7 +685,7 @@ def check_speed(log2):
         return lambda: torch.autograd.grad(fn(xg), xg, grad)
 
     cases = {  # name -> (ours, theirs, target ratio) or a reason to skip
-        "rand_like vs torch.rand_like": (lambda: rngx.rand_like(x, generator=g), lambda: torch.rand_like(x), None),
+        "rand_like vs torch.rand_like": (lambda: rngx.rand_like(x, generator=g), lambda: torch.rand_like(x), 1.0),
         "rand_like vs torch.func._random.uniform": (
             (lambda: rngx.rand_like(x, generator=g), lambda: R.uniform(key, x.shape), None) if R
             else f"torch.func._random not available in torch {torch.__version__} on {DEV}"),
@@ -690,8 +693,8 @@ def check_speed(log2):
         "quantize_noise vs x + empty_like(x).uniform_()": (
             lambda: rngx.quantize(x, "noise", generator=g), lambda: x + torch.empty_like(x).uniform_(-0.5, 0.5), None),
         "dropout fwd+bwd vs F.dropout": (fwd_bwd(lambda t: rngx.dropout(t, 0.5, generator=g)),
-                                         fwd_bwd(lambda t: tF.dropout(t, 0.5, training=True)), 2.0),
-        "randn_like vs torch.randn_like": (lambda: rngx.randn_like(x, generator=g), lambda: torch.randn_like(x), 2.0),
+                                         fwd_bwd(lambda t: tF.dropout(t, 0.5, training=True)), 1.0),
+        "randn_like vs torch.randn_like": (lambda: rngx.randn_like(x, generator=g), lambda: torch.randn_like(x), 1.0),
         "randn_like vs torch.func._random.normal": (
             (lambda: rngx.randn_like(x, generator=g), lambda: R.normal(key, x.shape), 4.0) if R and hasattr(R, "normal")
             else f"torch.func._random.normal not available in torch {torch.__version__} on {DEV}"),
@@ -797,6 +800,101 @@ def check_triton(log2):
         print(f"[{time.time() - T0:6.1f}s] speed | triton fused | {theirs_ms / ours_ms:.2f}x", flush=True)
 
 
+# ---- 7. launches per draw, and AOTInductor on device states ----
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def kernels_of(fn, runs=5):
+    """(kernel names of one call, device microseconds per call) from the profiler over `runs` calls after a
+    warmup. On the CPU (dry run) the top-level aten/rngx ops stand in for kernels and their CPU time for device
+    time."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    sync()
+    with profile(activities=[ProfilerActivity.CUDA if DEV == "cuda" else ProfilerActivity.CPU]) as prof:
+        for _ in range(runs):
+            fn()
+        sync()
+    if DEV == "cuda":
+        events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+        us = sum(getattr(e, "device_time", None) or e.cuda_time for e in events)
+    else:
+        events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith(("aten::", "rngx::"))]
+        us = sum(e.cpu_time for e in events)
+    return [e.name for e in events[: len(events) // runs]], us / runs
+
+
+def check_launches(log2=16):
+    """Kernels per eager draw at 2^log2 float32 elements: a CUDA Generator steps its state on the device (clone and
+    add) before the op, where torch's dropout is one kernel. The step's share of the device time says whether a
+    one-launch draw is worth it (docs/performance.md, "GPU")."""
+    import torch.nn.functional as tF
+
+    x = torch.randn(1 << log2, device=DEV)
+    g, key = rngx.Generator(3, device=DEV), state(3, 0, device=DEV)
+    cases = {
+        "torch_rngx.dropout, Generator on the device": lambda: rngx.dropout(x, 0.1, generator=g),
+        "functional.dropout, explicit key (the op alone)": lambda: F.dropout(x, key, 0.1),
+        "torch.nn.functional.dropout": lambda: tF.dropout(x, 0.1),
+        "torch_rngx.rand_like, Generator on the device": lambda: rngx.rand_like(x, generator=g),
+        "torch.rand_like": lambda: torch.rand_like(x),
+    }
+    found = {}
+    for name, fn in cases.items():
+        names, us = kernels_of(fn)
+        found[name] = {"kernels": len(names), "names": names, "device_us": round(us, 2)}
+    LAUNCHES.update(found)
+    draw, op = found["torch_rngx.dropout, Generator on the device"], found["functional.dropout, explicit key (the op alone)"]
+    detail = (f"2^{log2} float32: our draw {draw['kernels']} kernels {draw['device_us']} us (the op alone "
+              f"{op['kernels']}, {op['device_us']} us), torch's dropout {found['torch.nn.functional.dropout']['kernels']}"
+              f" kernels {found['torch.nn.functional.dropout']['device_us']} us")
+    record("launches", "kernels per eager draw", "pass" if draw["kernels"] >= op["kernels"] >= 1 else "fail", detail)
+
+
+def check_aoti():
+    """AOTInductor packages on the device: a module whose dropout owns its stream (rng_state on the device) and a
+    model taking an explicit device state, packaged, loaded back and called 3 times: eager's values, and the owned
+    state advanced between calls as eager's."""
+    import copy
+
+    class Owned(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+            self.drop = rngx.nn.Dropout(0.5, seed=1234)
+
+        def forward(self, x):
+            return self.drop(self.lin(x))
+
+    class Explicit(torch.nn.Module):
+        def forward(self, x, st):
+            step = torch.tensor([0, rngx.blocks_used(x.numel(), x.dtype)], device=st.device)
+            return F.dropout(torch.relu(F.quantize_noise(x, st)), st + step, 0.25)
+
+    folder = os.path.join(BUILD, "aoti")
+    os.makedirs(folder, exist_ok=True)
+    x, st = torch.randn(16, 64, device=DEV), state(2**40 + 3, 5, device=DEV)
+    torch.manual_seed(0)
+    owned = Owned().to(DEV).train()
+    models = {"owned state": (owned, (x,), copy.deepcopy(owned)), "explicit state": (Explicit(), (x, st), Explicit())}
+    t = Tally()
+    for name, (model, args, twin) in models.items():
+        eager = [twin(*args) for _ in range(3)]
+        path = torch._inductor.aoti_compile_and_package(
+            torch.export.export(model, args), package_path=os.path.join(folder, name.replace(" ", "_") + ".pt2"))
+        runner = torch._inductor.aoti_load_package(path)
+        got = [runner(*args) for _ in range(3)]
+        t.add(all(same(a, b) for a, b in zip(got, eager)), f"{name}: 3 calls == eager")
+        if name == "owned state":
+            t.add(not same(got[0], got[1]), f"{name}: the packaged state did not advance")
+    t.notes.append(f"state on {DEV}")
+    t.record("aoti", "packages on device states == eager")
+
+
 # ---- report ----
 def git_commit():
     try:
@@ -820,21 +918,28 @@ def table():
         else:
             verdict = "" if s["target"] is None else ("  met" if s["met"] else "  MISSED")
             lines.append(f"{name:<50} {s['ours_ms']:9.3f} {s['theirs_ms']:9.3f} {s['ratio']:7.2f} {s['target'] or '-':>7}{verdict}")
+    if LAUNCHES:
+        lines += ["", f"{'kernels per call (profiler)':<50} {'kernels':>9} {'device us':>9}"]
+        lines += [f"{name:<50} {v['kernels']:9d} {v['device_us']:9.2f}" for name, v in LAUNCHES.items()]
     return "\n".join(lines)
 
 
-def report(meta):
-    meta["total_s"] = round(time.time() - T0, 1)
+def report(meta, complete=True):
+    """Writes the JSON (and, with $OUT, the table) so far; complete=False after each section, so a run cut short
+    by the device's time limit still brings back what it checked."""
+    meta["total_s"], meta["complete"] = round(time.time() - T0, 1), complete
     failed = [k for k, v in CHECKS.items() if v == "fail"]
     text = f"{table()}\n\n{len(CHECKS)} checks, {len(failed)} failed; {meta['total_s']} s"
-    print("\n" + text)
-    result = {"checks": CHECKS, "details": DETAILS, "speed": SPEED, "meta": meta}
+    if complete:
+        print("\n" + text)
+    result = {"checks": CHECKS, "details": DETAILS, "speed": SPEED, "launches": LAUNCHES, "meta": meta}
     slug = re.sub(r"[^a-z0-9]+", "-", (meta.get("gpu") or DEV).lower()).strip("-")
     path = os.path.join(ROOT, "benchmarks", "results", f"gpu_check_{slug}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"wrote {path}")
+    if complete:
+        print(f"wrote {path}")
     if os.environ.get("OUT"):
         shutil.copy(path, os.environ["OUT"])
         with open(os.path.join(os.environ["OUT"], "gpu_check.txt"), "w") as f:
@@ -878,6 +983,7 @@ def main():
                 ("cuda==cpu", check_permutations), ("mode", check_mode)]
     if args.opcheck:
         sections.append(("compile", lambda: record("compile", f"opcheck_all({DEV!r})", "pass", f"{rngx.testing.opcheck_all(DEV)} samples")))
+    sections += [("launches", check_launches), ("aoti", check_aoti)]
     sections.append(("triton", lambda: check_triton(args.size_log2)))
     sections.append(("speed", lambda: check_speed(args.size_log2)))
     for section, fn in sections if ready else []:
@@ -886,6 +992,7 @@ def main():
         except Exception as e:  # one broken section must not hide the others
             traceback.print_exc()
             record(section, f"{getattr(fn, '__name__', 'section')} crashed", "fail", f"{type(e).__name__}: {e}"[:300])
+        report(meta, complete=False)
     return report(meta)
 
 

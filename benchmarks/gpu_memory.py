@@ -1,8 +1,11 @@
 """Peak memory and step time of a transformer training step, torch's dropout against torch_rngx's.
 
 torch's dropout saves a mask for backward; ours saves nothing (backward redraws the mask from the key). The
-model is a pre-LN transformer with dropout on the attention probabilities, after attention and in the MLP, all as
-nn.Dropout modules, so `torch_rngx.nn.convert` replaces every one. Each variant is measured in a fresh allocator
+model is a pre-LN transformer with dropout on the attention probabilities, after attention and in the MLP. Two
+attentions: "softmax" (the probabilities materialised, their dropout an nn.Dropout module, so
+`torch_rngx.nn.convert` replaces every dropout) and "sdpa" (BERT-style: F.scaled_dot_product_attention with
+dropout_p, where torch runs its fused flash or memory-efficient kernel and the converted model, under
+torch_rngx.mode, runs math attention with our dropout on the (L x L) probabilities). Each variant is measured in a fresh allocator
 state: `torch.cuda.max_memory_allocated` over one training step (forward, backward, SGD step) after warmup, and
 the median step time over `--steps` steps (CUDA events).
 
@@ -26,9 +29,9 @@ import torch_rngx
 
 
 class Block(nn.Module):
-    def __init__(self, d, heads, p):
+    def __init__(self, d, heads, p, attention):
         super().__init__()
-        self.heads = heads
+        self.heads, self.sdpa, self.p = heads, attention == "sdpa", p
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
@@ -38,15 +41,19 @@ class Block(nn.Module):
     def forward(self, x):
         b, s, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        probs = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1)
-        a = (self.attn_drop(probs) @ v).transpose(1, 2).reshape(b, s, d)
+        if self.sdpa:
+            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0)
+        else:
+            probs = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1)
+            a = self.attn_drop(probs) @ v
+        a = a.transpose(1, 2).reshape(b, s, d)
         x = x + self.resid_drop1(self.proj(a))
         h = self.mlp_drop(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
         return x + self.resid_drop2(self.fc2(h))
 
 
-def make_model(args):
-    blocks = [Block(args.d, args.heads, args.p) for _ in range(args.layers)]
+def make_model(args, attention):
+    blocks = [Block(args.d, args.heads, args.p, attention) for _ in range(args.layers)]
     return nn.Sequential(*blocks).to(args.device, args.dtype)
 
 
@@ -101,26 +108,27 @@ def main():
     args.dtype = getattr(torch, args.dtype)
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("no CUDA device: use --device cpu for a dry run")
-    torch.manual_seed(0)
-    base = make_model(args)
     rows = []
-    for name in ("torch nn.Dropout", "torch_rngx (convert)"):
-        for compiled in (False, True):
-            model = copy.deepcopy(base)
-            if name.startswith("torch_rngx"):
-                torch_rngx.nn.convert(model, seed=0)
-            torch._dynamo.reset()
-            peak, ms = measure(model, args, compiled)
-            rows.append({"dropout": name, "mode": "compiled" if compiled else "eager",
-                         "peak_GiB": None if peak is None else peak / 2**30, "step_ms": ms})
-            del model
-            if args.device == "cuda":
-                torch.cuda.empty_cache()
+    for attention in ("softmax", "sdpa"):
+        torch.manual_seed(0)
+        base = make_model(args, attention)
+        for name in ("torch", "torch_rngx (convert)"):
+            for compiled in (False, True):
+                model = copy.deepcopy(base)
+                if name.startswith("torch_rngx"):
+                    torch_rngx.nn.convert(model, seed=0)
+                torch._dynamo.reset()
+                peak, ms = measure(model, args, compiled)
+                rows.append({"attention": attention, "dropout": name, "mode": "compiled" if compiled else "eager",
+                             "peak_GiB": None if peak is None else peak / 2**30, "step_ms": ms})
+                del model
+                if args.device == "cuda":
+                    torch.cuda.empty_cache()
     shape = f"{args.layers} layers, d={args.d}, seq {args.seq}, batch {args.batch}, {str(args.dtype)[6:]}, p={args.p}"
-    print(f"| {shape} | mode | peak memory (GiB) | step (ms) |\n|---|---|---|---|")
+    print(f"| {shape}: attention | dropout | mode | peak memory (GiB) | step (ms) |\n|---|---|---|---|---|")
     for r in rows:
         peak = "n/a (CPU)" if r["peak_GiB"] is None else f"{r['peak_GiB']:.2f}"
-        print(f"| {r['dropout']} | {r['mode']} | {peak} | {r['step_ms']:.1f} |")
+        print(f"| {r['attention']} | {r['dropout']} | {r['mode']} | {peak} | {r['step_ms']:.1f} |")
     if args.json:
         meta = {"torch": torch.__version__, "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
                 "shape": shape, "command": " ".join(sys.argv)}
