@@ -9,32 +9,15 @@ ratios, not the absolute times, and the spread of the ratio over the rounds says
     python3 benchmarks/per_call.py            every row, with the machine it ran on
     python3 benchmarks/per_call.py --step     the training step's rows alone, at 2^10
 """
-import platform
 import timeit
 
 import torch
 import torch.nn.functional as F
 
+import machine
 import torch_rngx
 
 EAGER_TARGET, COMPILED_TARGET, STEP_TARGET = 1.5, 1.1, 1.3
-
-
-def machine():
-    """The CPU model and its widest vector ISA, torch's CPU capability and our Philox path: ratios differ by ISA."""
-    model, flags = platform.processor() or "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model in ("unknown CPU", platform.processor()):
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return (f"{model}, {isa}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}), "
-            f"torch_rngx Philox path {torch_rngx._C.simd()}")
 
 
 def best(fn, budget):
@@ -99,6 +82,8 @@ def _step_cases(numel):
         ("dropout(x, 0.1)", "F.dropout(x, 0.1)", lambda: torch_rngx.dropout(x, 0.1), lambda: F.dropout(x, 0.1)),
         ("dropout(x, 0.1) fwd+bwd", "F.dropout fwd+bwd",
          _fwd_bwd(lambda v: torch_rngx.dropout(v, 0.1), xg), _fwd_bwd(lambda v: F.dropout(v, 0.1), xg)),
+        ("dropout(x, 0.1, generator=g) fwd+bwd", "F.dropout fwd+bwd",
+         _fwd_bwd(lambda v: torch_rngx.dropout(v, 0.1, generator=g), xg), _fwd_bwd(lambda v: F.dropout(v, 0.1), xg)),
         ("compiled dropout(x * 2, generator=g) + 1, fwd+bwd", "the same with F.dropout", ours_step, torch_step),
     ]
 
@@ -152,7 +137,7 @@ def run(budget=0.4, sizes=(10, 14), compiled=True, rounds=2, step_only=False):
 
 
 def print_table(rows):
-    print(f"\nper call, 1 thread, {machine()}")
+    print(f"\nper call, 1 thread; {machine.line()}")
     print("(ratio = ours / torch's time, each the best of its rounds; spread: the ratio's range over the rounds)")
     print(f"{'call':58s} {'numel':>5s} {'ours us':>8s} {'torch us':>8s} {'ratio':>6s} {'spread':>11s}  target")
     for r in rows:
@@ -164,9 +149,6 @@ def print_table(rows):
 if __name__ == "__main__":
     import sys
 
-    import machine
-
-    print(machine.line())
     if "--step" in sys.argv:
         print_table(run(step_only=True, rounds=5))
     else:
