@@ -68,7 +68,7 @@ def run(budget=0.6, numel=N):
     add("nn.init.trunc_normal_(std=.02)", lambda: torch_rngx.nn.init.trunc_normal_(x, std=0.02, generator=g),
         {"torch.nn.init.trunc_normal_": lambda: torch.nn.init.trunc_normal_(x, std=0.02)},
         {"torch.nn.init.trunc_normal_": 2.0})
-    add("randint_like(0, 1000), int64", lambda: torch_rngx.randint_like(x, 0, 1000, generator=g),
+    add("randint_like(0, 1000), int64", lambda: torch_rngx.randint_like(x, 0, 1000, generator=g, dtype=torch.int64),
         {"torch.randint_like": lambda: torch.randint_like(x, 0, 1000, dtype=torch.int64)}, {"torch.randint_like": 2.0})
     return rows
 
