@@ -1,8 +1,8 @@
 """torch's private names, all in torch_rngx/_torch.py (docs/deploy.md, "torch's private names"): each one resolves on
 this torch and behaves as torch_rngx uses it, and no other module of torch_rngx touches a private torch name."""
 import ast
-import re
 import pathlib
+import re
 
 import pytest
 import torch
