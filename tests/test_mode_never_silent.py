@@ -283,6 +283,18 @@ def test_private_samplers_are_reported_compiled(name):
             dist.rsample()
 
 
+def test_a_graph_broken_sampler_compiled_draws_eagers_values():
+    """VonMises.sample's rejection loop breaks the graph; the eager parts between call the mode from C, in frames
+    torch.compile would compile alone (and there gave loc.device for loc.dtype): the mode's dispatch is never one."""
+    dist = torch.distributions.VonMises(torch.tensor([0.0, 1.0]), torch.tensor([1.0, 4.0]))
+    torch._dynamo.reset()
+    f = torch.compile(lambda: dist.sample((2,)), backend="aot_eager")
+    with torch_rngx.mode(seed=0, uncovered="error"):
+        want = _quiet_run(dist.sample, (2,))
+    with torch_rngx.mode(seed=0, uncovered="error"):
+        assert torch.equal(_quiet_run(f), want)
+
+
 # ---- 5. reports compile under fullgraph=True ----
 
 UNCOVERED = {
