@@ -426,7 +426,13 @@ def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
 
 def dropout_input(x):
     """A tensor the dropout family draws for: a strided float tensor of at most MAX_DIMS dims."""
-    if type(x) is not torch.Tensor or x.dtype not in _FLOATS or x.layout != torch.strided or x.is_nested or x.dim() > MAX_DIMS:
+    if (
+        type(x) is not torch.Tensor
+        or x.dtype not in _FLOATS
+        or x.layout != torch.strided
+        or x.is_nested
+        or x.dim() > MAX_DIMS
+    ):
         float_tensor(x, "input")
 
 

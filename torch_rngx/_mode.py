@@ -170,14 +170,14 @@ def _classify(func, names):
     return _PLAIN
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def routed_names() -> tuple:
     """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def transparent_names() -> tuple:
     """The public names of the torch functions written in Python that may draw and run with the mode kept on:
     each random call they make is routed or reported."""
@@ -185,7 +185,7 @@ def transparent_names() -> tuple:
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def uncovered_names() -> tuple:
     """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
     _prepare()

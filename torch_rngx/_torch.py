@@ -14,9 +14,9 @@ import weakref
 from typing import Any, Callable, Iterator, Optional
 
 import torch
+import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 import torch.utils.checkpoint
 import torch.utils.data
-import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 from torch._dynamo.comptime import comptime  # noqa: F401  (re-exported: the key-reuse checker's trace hook)
 
 # The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test) and
@@ -222,8 +222,15 @@ TorchDispatchMode = _resolve(torch, "utils._python_dispatch.TorchDispatchMode", 
 def builtin_namespaces() -> tuple:
     """The namespaces of torch's builtins (torch.X, Tensor.X, torch.nn.functional's C ones), private ones included:
     torch_rngx.mode looks there for the builtins torch tags random."""
-    return (torch, torch.Tensor, torch._C._nn, torch._C._VariableFunctions, torch._C._special, torch._C._linalg,
-            torch._C._fft)
+    return (
+        torch,
+        torch.Tensor,
+        torch._C._nn,
+        torch._C._VariableFunctions,
+        torch._C._special,  # type: ignore[attr-defined]
+        torch._C._linalg,  # type: ignore[attr-defined]
+        torch._C._fft,  # type: ignore[attr-defined]
+    )
 
 
 # ---- what torch_rngx.mode derives from torch's ops (torch_rngx/_random_ops.py) ----
