@@ -171,6 +171,19 @@ def test_comptime_helpers_read_the_traced_frame():
     assert got["frames"][0] == (__file__, f.__code__.co_firstlineno + 2)
 
 
+def test_never_a_compiled_frame_is_inlined_but_never_compiled_alone():
+    def inner(x):
+        return x + 1
+
+    _torch.never_a_compiled_frame(inner.__code__)
+    counter = torch._dynamo.testing.CompileCounter()
+    torch._dynamo.reset()
+    torch.compile(inner, backend=counter)(torch.zeros(2))
+    assert counter.frame_count == 0
+    torch.compile(lambda x: inner(x) * 2, backend=counter, fullgraph=True)(torch.zeros(2))
+    assert counter.frame_count == 1 and counter.op_count == 2
+
+
 def test_torch_function_modes_are_innermost_first():
     class Outer(torch.overrides.TorchFunctionMode):
         pass

@@ -45,6 +45,7 @@ from ._torch import (
     dataloader_worker_loop,
     function_mode_base_enter,
     function_mode_base_exit,
+    never_a_compiled_frame,
     set_dataloader_worker_loop,
     show_to_function_modes,
     torch_function_modes,
@@ -419,6 +420,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if self._net is not None:
                 net, self._net, _here.net = self._net, None, None
                 net.__exit__(None, None, None)
+
+
+never_a_compiled_frame(mode.__torch_function__.__code__)
 
 
 # ---- the eager net ----

@@ -159,7 +159,7 @@ def may_draw(func: Callable, _seen: Optional[set] = None) -> bool:
         return True
     reached: list[Any] = [func.__globals__.get(n) for n in names]
     reached += [c.cell_contents for c in func.__closure__ or () if _filled(c)]
-    return any(_is_torch_python(f) and may_draw(f, seen) for f in reached)
+    return any(f is not None and _is_torch_python(f) and may_draw(f, seen) for f in reached)
 
 
 def _filled(cell) -> bool:

@@ -276,6 +276,14 @@ def show_to_function_modes(functions: Any) -> None:
     overridable().update(functions)
 
 
+def never_a_compiled_frame(code: Any) -> None:
+    """torch.compile never compiles this code object as a frame of its own, and still inlines it where a traced
+    function calls it. While a compiled function runs, torch.compile looks at every Python frame that starts, and
+    the parts of a graph-broken function that run eagerly call a mode's __torch_function__ from C, as a frame of its
+    own: compiled there, it gave `loc.device` for `loc.dtype` inside VonMises.sample (torch 2.13)."""
+    _resolve(torch, "_dynamo.eval_frame.skip_code", "to keep a mode's dispatch out of compiled frames")(code)
+
+
 # torch.utils.data's worker entry point: a DataLoader's iterator starts each worker process with it as its target,
 # looked up when the worker starts (torch_rngx/_mode_workers.py).
 _data_worker = _resolve(torch, "utils.data._utils.worker", "to give each DataLoader worker its own stream")
