@@ -56,10 +56,19 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 SAN_TESTS := $(patsubst tests/c/bin/%,tests/c/bin/san/%,$(C_TESTS))
 VARIANT_FLAGS = $(if $(findstring /scalar/,$@),-DRNGX_SCALAR_ONLY) $(if $(findstring /san/,$@),$(SAN_FLAGS))
 
+# The kernels are compiled once per folder (loops.c's clones take most of the build) and linked into each test.
+KERNEL_HEADERS := $(wildcard csrc/kernels/*.h)
+define KERNEL_OBJECT_RULE
+$(1)obj/%.o: csrc/kernels/%.c $$(KERNEL_HEADERS)
+	@mkdir -p $$(@D)
+	$$(CC) $$(C_TEST_FLAGS) $$(VARIANT_FLAGS) -c -o $$@ $$<
+endef
+$(foreach folder,tests/c/bin/ tests/c/bin/scalar/ tests/c/bin/san/,$(eval $(call KERNEL_OBJECT_RULE,$(folder))))
+
 .SECONDEXPANSION:
-$(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $(KERNELS) $(wildcard csrc/kernels/*.h tests/c/*.h) $(wildcard torch_rngx/include/torch_rngx/*.h)
+$(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $$(patsubst csrc/kernels/%.c,$$(dir $$@)obj/%.o,$(KERNELS)) $(wildcard tests/c/*.h) $(wildcard torch_rngx/include/torch_rngx/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(C_TEST_FLAGS) $(VARIANT_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(KERNELS) -lm
+	$(CC) $(C_TEST_FLAGS) $(VARIANT_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(filter %.o,$^) -lm
 
 ctest: $(C_TESTS) $(SCALAR_TESTS)
 	@$(if $(RANDOM123),echo "Random123 found: the C tests cross-check against it.",echo "NOTE: Random123 (librandom123-dev) is not installed: the C tests skip the cross-check against it.")

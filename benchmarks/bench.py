@@ -20,9 +20,6 @@ import subprocess
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
-
 import dists
 import dropout_family
 import global_view
@@ -30,6 +27,9 @@ import key_reuse
 import machine
 import mode
 import per_call
+import torch
+import torch.nn.functional as F
+
 import torch_rngx
 from torch_rngx import _C
 

@@ -4,9 +4,9 @@ Each round times every candidate in turn; a time is the best round. Ratio = torc
 import sys
 import time
 
+import machine
 import torch
 
-import machine
 import torch_rngx
 
 N = 1 << 24

@@ -6,9 +6,9 @@ import copy
 
 import torch
 import torch.nn.functional as F
+from per_call import best
 
 import torch_rngx
-from per_call import best
 
 
 def _encoder():

@@ -3,10 +3,9 @@ DTensor's Shard(0), Shard(1) and a (2, 2) mesh cut it, against the same op on a 
 a view (the same words, made in one run) and against torch's own op on that block. Ratio = their time / ours
 (1: a view costs nothing)."""
 import torch
-
-import torch_rngx
-from torch_rngx import functional as F
 from per_call import best
+
+from torch_rngx import functional as F
 
 GLOBAL = (4096, 4096)
 BLOCKS = {"Shard(0) of 2": ((2048, 4096), (2048, 0)), "Shard(1) of 2": ((4096, 2048), (0, 2048)),

@@ -728,9 +728,10 @@ def check_triton(log2):
         record("triton", "device functions", f"skip: triton not importable ({e})")
         return
     sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "examples")]
-    import torch_rngx.triton as rt
     from triton_draw import draw
     from triton_fused_dropout import fused_dropout_add
+
+    import torch_rngx.triton as rt
 
     n = (1 << min(log2, 20)) + 3 if DEV == "cuda" else 1003  # a masked tail; the interpreter is slow
     keys = {"0": (0, 0), "2^32 carry": (123, 2**32 - 3), "2^64 wrap": (U64 - 1, U64 - 2)}

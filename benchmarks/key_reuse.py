@@ -11,9 +11,8 @@ import os
 import subprocess
 import sys
 
-import torch
-
 import per_call
+import torch
 
 CALLS = ("rand_like(x, generator=g)", 'quantize(x, "noise")', "dropout(x, 0.1) fwd+bwd")
 NUMEL = 1 << 10

@@ -5,9 +5,9 @@ benchmarks/mode.py [threads]` runs this section alone (2 threads unless told).""
 import sys
 
 import torch
+from per_call import best
 
 import torch_rngx
-from per_call import best
 
 
 def _encoder():

@@ -74,11 +74,11 @@ ROWS = {
     "bernoulli_tensor": Row("bernoulli_tensor", lambda x, k, **v: F.bernoulli(x, k, _p(x), **v),
                             lambda x, g, **v: torch_rngx.bernoulli_like(x, _p(x), generator=g, **v)),
     "randint": Row("randint", lambda x, k, **v: F.randint(x, k, -5, 1000, **v),
-                   lambda x, g, **v: torch_rngx.randint_like(x, -5, 1000, generator=g, **v)),
+                   lambda x, g, **v: torch_rngx.randint_like(x, -5, 1000, generator=g, dtype=torch.int64, **v)),
     "randint_uint8": Row("randint", lambda x, k, **v: F.randint(x, k, 0, 200, dtype=torch.uint8, **v),
                          lambda x, g, **v: torch_rngx.randint_like(x, 0, 200, dtype=torch.uint8, generator=g, **v)),
     "randint_wide": Row("randint", lambda x, k, **v: F.randint(x, k, -2**40, 2**41, **v),  # 4 words per element
-                        lambda x, g, **v: torch_rngx.randint_like(x, -2**40, 2**41, generator=g, **v)),
+                        lambda x, g, **v: torch_rngx.randint_like(x, -2**40, 2**41, generator=g, dtype=torch.int64, **v)),
     "exponential": Row("exponential", lambda x, k, **v: F.exponential(x, k, 1.5, **v),
                        lambda x, g, **v: torch_rngx.exponential_like(x, 1.5, generator=g, **v)),
     # Not elementwise: no global view, and x gives only a size (randperm) or the weights (multinomial).

@@ -217,7 +217,7 @@ INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "u
 def bits_from_words(w, dtype):
     """<= 32-bit: the low bits of the one word (two's complement for signed); 64-bit: (w0 << 32) | w1."""
     if dtype in ("int64", "uint64"):
-        return (((w[:, 0] << _32) | w[:, 1])).view(np.dtype(dtype))
+        return ((w[:, 0] << _32) | w[:, 1]).view(np.dtype(dtype))
     width = np.dtype(dtype).itemsize * 8
     return (w[:, 0] & np.uint64((1 << width) - 1)).astype(np.dtype("u%d" % (width // 8))).view(np.dtype(dtype))
 

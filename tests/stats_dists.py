@@ -2,7 +2,6 @@
 seeds (a minute or two): normal KS and Anderson-Darling per dtype on 2^24 samples, moments and tail counts
 (|z| > 4, 5, 6 on 2^26 float32 samples), truncated normal KS on 2^22, bernoulli and randint chi-square on 2^24.
 Prints every statistic; exits 1 if any gate fails."""
-import math
 import sys
 
 import numpy as np

@@ -5,11 +5,11 @@ import sys
 
 import pytest
 import torch
+from conftest import FLOAT_DTYPES, make_state
 
 import torch_rngx
 import torch_rngx.functional as F
 import torch_rngx.params as P
-from conftest import FLOAT_DTYPES, make_state
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "cpp_extension"))
 import draw as example  # noqa: E402

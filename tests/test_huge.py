@@ -14,9 +14,9 @@ import os
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 
-import reference as ref
 import torch_rngx
 from torch_rngx import functional as F
 

@@ -7,8 +7,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "torch_rngx"
 # Lowest first. A call goes down them: a public function (_stateful, functional) checks its arguments (_checks), takes
 # its route (_router), whose autograd.Functions (_functions) and Generator step (_step) sit on the op spec (_spec).
 LAYERS = [
-    {"_torch"},
-    {"_checks", "_replay", "_reuse"},
+    {"_torch", "_library"},
+    {"_checks", "_replay", "_reuse", "_random_ops"},
     {"_spec", "params", "debug"},
     {"_step", "triton"},
     {"_functions", "distributed", "testing"},
@@ -16,6 +16,9 @@ LAYERS = [
     {"functional"},
     {"generator"},
     {"_stateful", "_init"},
+    {"_mode_workers"},
+    {"_mode_rnn"},
+    {"_mode_routes"},
     {"_mode"},
     {"nn"},
 ]

@@ -4,8 +4,8 @@ reference compute now, bit for bit; the file holds every case of tests/kat/kat.p
 case for every op the package registers (every dtype of every sampler, randint at both of its ranges)."""
 import pytest
 import torch
-
 from kat import kat
+
 from torch_rngx import _spec
 
 DOC = kat.load()

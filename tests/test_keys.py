@@ -8,11 +8,21 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-from conftest import (DTYPE_NAMES, FLOAT_DTYPES, INT_DTYPES, UINT, from_bits, layouts, make_state, np_state, raw_bits,
-                      recompute)
-
 import reference as ref
+import torch
+from conftest import (
+    DTYPE_NAMES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    UINT,
+    from_bits,
+    layouts,
+    make_state,
+    np_state,
+    raw_bits,
+    recompute,
+)
+
 import torch_rngx
 from torch_rngx import functional as F
 

@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import reference as ref
 import torch_rngx
 from torch_rngx import functional as F
 

@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-
 import reference
+import torch
 from conftest import make_state
 from ops_table import draws
+
 from torch_rngx import _C
 from torch_rngx import functional as F
 

@@ -1,6 +1,7 @@
 """Models we did not write, after one nn.convert(model, seed=s), train the same compiled as eager: Hugging Face BERT
-with attention dropout (eager and SDPA attention) and ConvNeXt with stochastic depth, built from tiny configs (nothing
-is downloaded)."""
+with attention dropout (eager and SDPA attention), GPT-2 and Llama causal LMs (attention, residual and embedding
+dropout; Llama with grouped-query attention) and ConvNeXt with stochastic depth, built from tiny configs with random
+weights (nothing is downloaded)."""
 import copy
 
 import pytest
@@ -32,7 +33,29 @@ def _convnext(drop_path=0.3, layer_scale=1e-6):
     return model, {"pixel_values": pixels, "labels": torch.tensor([0, 1, 2, 3])}
 
 
-def _losses(model, batch, backend, steps=3):
+def _causal_lm(config):
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+    model.loss_type = "ForCausalLM"  # GPT-2's is unset, and the warning it logs then breaks the graph
+    ids = torch.randint(0, 64, (4, 12), generator=torch.Generator().manual_seed(1))
+    return model, {"input_ids": ids, "labels": ids}
+
+
+def _gpt2(attention):
+    return _causal_lm(transformers.GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                                              resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.2,
+                                              attn_implementation=attention))
+
+
+def _llama(attention):
+    return _causal_lm(transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                               max_position_embeddings=32, attention_dropout=0.2,
+                                               attn_implementation=attention))
+
+
+def _losses(model, batch, backend, steps=3, grads=None):
+    """Trains `steps` SGD steps; the losses, and each step's gradients appended to `grads` if given."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     step = torch.compile(model, fullgraph=True, backend=backend) if backend else model
     losses = []
@@ -40,12 +63,16 @@ def _losses(model, batch, backend, steps=3):
         opt.zero_grad()
         loss = step(**batch).loss
         loss.backward()
+        if grads is not None:
+            grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
         opt.step()
         losses.append(loss.detach())
     return torch.stack(losses)
 
 
 MODELS = {"bert_eager_attention": lambda: _bert("eager"), "bert_sdpa": lambda: _bert("sdpa"),
+          "gpt2_eager_attention": lambda: _gpt2("eager"), "gpt2_sdpa": lambda: _gpt2("sdpa"),
+          "llama_eager_attention": lambda: _llama("eager"), "llama_sdpa": lambda: _llama("sdpa"),
           "convnext_drop_path": _convnext}
 
 
@@ -58,8 +85,14 @@ def test_converted_model_trains_bitwise_compiled_as_eager(name):
     converted = torch_rngx.nn.convert(model, seed=1234)
     assert converted.model is model and "torch.rand" in converted.routed
     twin, start = copy.deepcopy(model), model.rngx_state.clone()
-    eager, compiled = _losses(model, batch, None), _losses(twin, batch, "aot_eager")
+    before, eager_grads, compiled_grads = torch.get_rng_state(), [], []
+    eager = _losses(model, batch, None, grads=eager_grads)
+    compiled = _losses(twin, batch, "aot_eager", grads=compiled_grads)
+    assert torch.equal(torch.get_rng_state(), before), "torch's default generator must not move"
     assert torch.equal(eager, compiled), (eager - compiled).abs().max()
+    for want, got in zip(eager_grads, compiled_grads):
+        assert len(want) == len(got) and all(torch.equal(a, b) for a, b in zip(want, got))
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
     assert torch.equal(model.rngx_state, twin.rngx_state)
     assert not torch.equal(model.rngx_state, start), "forward's own random calls must draw from the model's stream"
     assert len(set(eager.tolist())) == 3

@@ -1,8 +1,8 @@
 """torch's private names, all in torch_rngx/_torch.py (docs/deploy.md, "torch's private names"): each one resolves on
 this torch and behaves as torch_rngx uses it, and no other module of torch_rngx touches a private torch name."""
 import ast
-import re
 import pathlib
+import re
 
 import pytest
 import torch
@@ -169,6 +169,19 @@ def test_comptime_helpers_read_the_traced_frame():
     torch.compile(f, backend="eager", fullgraph=True)(torch.zeros(2))
     assert isinstance(got["node"], torch.fx.Node) and got["none"] is None and got["label"] == "draw"
     assert got["frames"][0] == (__file__, f.__code__.co_firstlineno + 2)
+
+
+def test_never_a_compiled_frame_is_inlined_but_never_compiled_alone():
+    def inner(x):
+        return x + 1
+
+    _torch.never_a_compiled_frame(inner.__code__)
+    counter = torch._dynamo.testing.CompileCounter()
+    torch._dynamo.reset()
+    torch.compile(inner, backend=counter)(torch.zeros(2))
+    assert counter.frame_count == 0
+    torch.compile(lambda x: inner(x) * 2, backend=counter, fullgraph=True)(torch.zeros(2))
+    assert counter.frame_count == 1 and counter.op_count == 2
 
 
 def test_torch_function_modes_are_innermost_first():

@@ -9,11 +9,11 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from conftest import FLOAT_DTYPES, make_state
+from triton_draw import draw
 
 import torch_rngx.functional as F
 import torch_rngx.triton as rt
-from conftest import FLOAT_DTYPES, make_state
-from triton_draw import draw
 
 
 def same_bits(a, b):

@@ -8,6 +8,7 @@ import importlib
 import inspect
 import re
 import sys
+import textwrap
 import types
 import typing
 from pathlib import Path
@@ -27,6 +28,8 @@ MODULES = {
     "torch_rngx.debug": "Debugging aids: the key-reuse checker (docs/guide.md, \"Catching key reuse\").",
     "torch_rngx.distributed": "DTensor support, registered by `import torch_rngx` (docs/distributed.md).",
 }
+# The module whose docstring holds a section's shared keyword arguments (a paragraph opening "The keyword arguments ... share(s):").
+SHARED = {"torch_rngx": "torch_rngx._stateful", "torch_rngx.functional": "torch_rngx.functional"}
 _SECTION = re.compile(r"^(Args:|Keyword args:|Example::)$")
 _STANDS_IN = re.compile(r"``(torch\.[^`]+|CompressAI's [^`]+)``")
 
@@ -114,6 +117,17 @@ def stands_in_for(doc):
     return match.group(1) if match and "No torch counterpart" not in summary else None
 
 
+def shared_keywords(module_name):
+    """The shared keyword arguments' text of a section's module docstring, or None."""
+    if module_name not in SHARED:
+        return None
+    doc = inspect.getdoc(importlib.import_module(SHARED[module_name])) or ""
+    start = next((m for m in re.finditer(r"^The keyword arguments [^\n]*shares?:$", doc, re.M)), None)
+    if start is None:
+        raise SystemExit(f"{SHARED[module_name]}'s docstring has no shared keyword arguments paragraph")
+    return doc[start.end():].split("\n\n", 1)[0].strip("\n")
+
+
 def _doc(obj):
     target = obj.fget if isinstance(obj, property) else obj
     return inspect.getdoc(target) or ""
@@ -150,6 +164,10 @@ def render():
         if module != current:
             current = module
             out += ["", f"## {module}", "", MODULES[module]]
+            shared = shared_keywords(module)
+            if shared is not None:
+                out += ["", "**Shared keyword arguments**, which the entries below point to:", "", "```text",
+                        textwrap.dedent(shared), "```"]
         aliases = names[id(obj)][1:]
         out += ["", f"### {qualified}", ""]
         if aliases:

@@ -426,7 +426,13 @@ def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
 
 def dropout_input(x):
     """A tensor the dropout family draws for: a strided float tensor of at most MAX_DIMS dims."""
-    if type(x) is not torch.Tensor or x.dtype not in _FLOATS or x.layout != torch.strided or x.is_nested or x.dim() > MAX_DIMS:
+    if (
+        type(x) is not torch.Tensor
+        or x.dtype not in _FLOATS
+        or x.layout != torch.strided
+        or x.is_nested
+        or x.dim() > MAX_DIMS
+    ):
         float_tensor(x, "input")
 
 
@@ -522,7 +528,8 @@ def randint_draw_dtype(dtype, low, high):
     if dtype.is_floating_point:
         digits = int(-math.log2(torch.finfo(dtype).eps)) + 1
         ints = [v for v in (low, high) if isinstance(v, int) and not isinstance(v, bool)]
-        if len(ints) == 2 and not (-(1 << digits) <= low and high - 1 <= 1 << digits):
+        outside = len(ints) == 2 and not (-(1 << digits) <= low and high - 1 <= 1 << digits)
+        if outside and not torch.compiler.is_compiling():  # a warning would break a fullgraph trace
             warnings.warn(
                 f"randint_like: [low, high) = [{low}, {high}) leaves [-(2^{digits}), 2^{digits}], where {dtype} holds "
                 "every integer: values are rounded to it, as torch's",

@@ -34,7 +34,7 @@ from types import FunctionType  # __torch_function__'s argument `types` hides th
 import torch
 import torch.nn.functional as TF
 
-from . import _random_ops
+from . import _mode_workers, _random_ops
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_own, may_draw, random_op_of, transparent
 from ._torch import (
@@ -45,6 +45,7 @@ from ._torch import (
     dataloader_worker_loop,
     function_mode_base_enter,
     function_mode_base_exit,
+    never_a_compiled_frame,
     set_dataloader_worker_loop,
     show_to_function_modes,
     torch_function_modes,
@@ -169,14 +170,14 @@ def _classify(func, names):
     return _PLAIN
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def routed_names() -> tuple:
     """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def transparent_names() -> tuple:
     """The public names of the torch functions written in Python that may draw and run with the mode kept on:
     each random call they make is routed or reported."""
@@ -184,7 +185,7 @@ def transparent_names() -> tuple:
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def uncovered_names() -> tuple:
     """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
     _prepare()
@@ -421,6 +422,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
                 net.__exit__(None, None, None)
 
 
+never_a_compiled_frame(mode.__torch_function__.__code__)
+
+
 # ---- the eager net ----
 _NET_OPS: dict = {}  # OpOverload -> RandomOp or None
 
@@ -501,16 +505,15 @@ def _wrapper(original, route):
 _TRUNC_NORMAL = torch.nn.init.trunc_normal_
 _TRUNC_WRAPPER = _wrapper(_TRUNC_NORMAL, trunc_normal)
 _WORKER_LOOP = dataloader_worker_loop()
+_mode_workers.bind(_active, mode, _WORKER_LOOP)
 _entered = 0
 _bind_lock = threading.Lock()
 
 
 def _set_bindings(on):
-    from ._mode_workers import WorkerLoop
-
     torch.nn.init.trunc_normal_ = _TRUNC_WRAPPER if on else _TRUNC_NORMAL
     if not torch.compiler.is_compiling():  # a DataLoader never starts in compiled code
-        set_dataloader_worker_loop(WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
+        set_dataloader_worker_loop(_mode_workers.WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
 
 
 def _bind():

@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ._mode import _active, mode
+# What _mode gives at its import (bind): the active mode, a mode's constructor and torch's own worker loop. This
+# module sits below _mode, which starts a WorkerLoop while a mode is active.
+_active: Callable[[], Any]
+_mode: Callable[..., Any]
+_torch_loop: Callable[..., Any]
+
+
+def bind(active: Callable[[], Any], mode: Callable[..., Any], torch_loop: Callable[..., Any]) -> None:
+    global _active, _mode, _torch_loop
+    _active, _mode, _torch_loop = active, mode, torch_loop
 
 
 class WorkerLoop:
@@ -30,7 +39,7 @@ class WorkerLoop:
         uncovered = self.uncovered if self.uncovered is not None else getattr(inherited, "uncovered", None)
         if uncovered is None:
             return self.loop(*args, **kwargs)
-        with mode(uncovered=uncovered):
+        with _mode(uncovered=uncovered):
             return self.loop(*args, **kwargs)
 
     def __reduce__(self):
@@ -40,6 +49,4 @@ class WorkerLoop:
 
 
 def _spawned(uncovered: Optional[str]) -> WorkerLoop:
-    from ._mode import _WORKER_LOOP
-
-    return WorkerLoop(_WORKER_LOOP, uncovered)
+    return WorkerLoop(_torch_loop, uncovered)

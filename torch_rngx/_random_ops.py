@@ -103,7 +103,7 @@ def _random_op(name: str, overloads: list) -> Optional[RandomOp]:
     return RandomOp(name, train, p)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def aten_random_op(name: str) -> Optional[RandomOp]:
     """aten::name, if torch tags one of its overloads nondeterministic_seeded; else None."""
     if name.startswith("__"):
@@ -163,14 +163,14 @@ def may_draw(func: Callable, _seen: Optional[set] = None) -> bool:
     names = _code_names(func.__code__)
     if any(aten_random_op(n) is not None for n in names):
         return True
-    reached = [func.__globals__.get(n) for n in names]
+    reached: list[Any] = [func.__globals__.get(n) for n in names]
     reached += [c.cell_contents for c in func.__closure__ or () if _filled(c)]
-    return any(_is_torch_python(f) and may_draw(f, seen) for f in reached)
+    return any(f is not None and _is_torch_python(f) and may_draw(f, seen) for f in reached)
 
 
 def _filled(cell) -> bool:
     try:
-        cell.cell_contents
+        _ = cell.cell_contents
     except ValueError:  # an empty cell
         return False
     return True

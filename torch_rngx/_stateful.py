@@ -63,7 +63,7 @@ def uniform_like(
         low, high (float): the interval, low < high, finite in the dtype's compute type.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -94,7 +94,7 @@ def rand_like(
         x (Tensor): gives the shape, strides, device and (float) dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -128,7 +128,7 @@ def normal_like(
         mean (float): the mean. std (float): the standard deviation, >= 0.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -159,7 +159,7 @@ def randn_like(
         x (Tensor): gives the shape, strides, device and (float) dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -192,7 +192,7 @@ def bernoulli_like(
         p (float or Tensor): the probability of a 1, in [0, 1], or a tensor of them broadcastable to x.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -226,7 +226,7 @@ def randint_like(
         high (int, optional): one above the highest value.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
         dtype (torch.dtype, optional): uint8, int8, int16, int32, int64, bool (high <= 2) or a float dtype;
             default x's.
 
@@ -268,7 +268,7 @@ def exponential_like(
         rate (float): the rate lambda, > 0 and finite; the mean is 1 / rate.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -356,7 +356,7 @@ def quantize(
         means (Tensor, optional): subtracted before rounding, broadcastable to x (not used by "noise").
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -403,7 +403,7 @@ def dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -433,7 +433,7 @@ def dropout1d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -463,7 +463,7 @@ def dropout2d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -493,7 +493,7 @@ def dropout3d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -524,7 +524,7 @@ def alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -554,7 +554,7 @@ def feature_alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as for every stateful function (module docstring).
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
 
     Example::
 

@@ -64,7 +64,8 @@ def scratch_seed():
     if seed is None:
         with torch.inference_mode(False):
             seed = _scratch.seed = torch.empty(2, dtype=torch.int64)
-    return seed.random_()
+    with drawing_from_torch():
+        return seed.random_()
 
 
 def key(owner, blocks):

@@ -14,9 +14,9 @@ import weakref
 from typing import Any, Callable, Iterator, Optional
 
 import torch
+import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 import torch.utils.checkpoint
 import torch.utils.data
-import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 from torch._dynamo.comptime import comptime  # noqa: F401  (re-exported: the key-reuse checker's trace hook)
 
 # The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test) and
@@ -222,8 +222,13 @@ TorchDispatchMode = _resolve(torch, "utils._python_dispatch.TorchDispatchMode", 
 def builtin_namespaces() -> tuple:
     """The namespaces of torch's builtins (torch.X, Tensor.X, torch.nn.functional's C ones), private ones included:
     torch_rngx.mode looks there for the builtins torch tags random."""
-    return (torch, torch.Tensor, torch._C._nn, torch._C._VariableFunctions, torch._C._special, torch._C._linalg,
-            torch._C._fft)
+    return (
+        torch,
+        torch.Tensor,
+        torch._C._nn,
+        torch._C._VariableFunctions,
+        *(getattr(torch._C, name) for name in ("_special", "_linalg", "_fft")),
+    )
 
 
 # ---- what torch_rngx.mode derives from torch's ops (torch_rngx/_random_ops.py) ----
@@ -269,6 +274,14 @@ def show_to_function_modes(functions: Any) -> None:
     as eager."""
     overridable = _resolve(torch, "_dynamo.variables.torch.get_overridable_functions", "to show calls to the mode")
     overridable().update(functions)
+
+
+def never_a_compiled_frame(code: Any) -> None:
+    """torch.compile never compiles this code object as a frame of its own, and still inlines it where a traced
+    function calls it. While a compiled function runs, torch.compile looks at every Python frame that starts, and
+    the parts of a graph-broken function that run eagerly call a mode's __torch_function__ from C, as a frame of its
+    own: compiled there, it gave `loc.device` for `loc.dtype` inside VonMises.sample (torch 2.13)."""
+    _resolve(torch, "_dynamo.eval_frame.skip_code", "to keep a mode's dispatch out of compiled frames")(code)
 
 
 # torch.utils.data's worker entry point: a DataLoader's iterator starts each worker process with it as its target,

@@ -215,7 +215,7 @@ def bits(
 
     Keyword args:
         dtype (torch.dtype): an integer dtype; default torch.int32.
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -250,7 +250,7 @@ def uniform(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -280,7 +280,7 @@ def quantize_noise(
         half (float): half the noise's width, >= 0.
 
     Keyword args:
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -308,7 +308,7 @@ def dropout(
         p (float): the probability of dropping, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -339,7 +339,7 @@ def normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -373,7 +373,7 @@ def truncated_normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -404,7 +404,7 @@ def bernoulli(
         p (float or Tensor): the probability of a 1, or a tensor of them broadcastable to like's shape.
 
     Keyword args:
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -437,7 +437,7 @@ def randint(
 
     Keyword args:
         dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -471,7 +471,7 @@ def exponential(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -561,7 +561,7 @@ def feature_dropout(
         p (float): the probability of dropping a channel, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -590,7 +590,7 @@ def alpha_dropout(
         p (float): the probability of dropping, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 
@@ -618,7 +618,7 @@ def feature_alpha_dropout(
         p (float): the probability of dropping a channel, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as for every sampler (module docstring).
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
 

@@ -137,6 +137,7 @@ def _signed(v):
 def rngx_bits(entry, dtype, layout, device="cpu"):
     """torch_rngx's values of a case on `device` (state and input there too), flat, as unsigned bit patterns."""
     import torch
+
     import torch_rngx.functional as F
 
     shape, state, gshape, gstart = LAYOUTS[layout]
@@ -176,6 +177,7 @@ def _bits_of(out):
 def _not_elementwise(entry, dtype, layout, st):
     """randperm, multinomial, split and fold_in through torch_rngx.functional."""
     import torch
+
     import torch_rngx.functional as F
 
     shape, _, params, op = LAYOUTS[layout][0], None, OPS[entry][1], op_of(entry)
