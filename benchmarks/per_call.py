@@ -11,10 +11,10 @@ ratios, not the absolute times, and the spread of the ratio over the rounds says
 """
 import timeit
 
+import machine
 import torch
 import torch.nn.functional as F
 
-import machine
 import torch_rngx
 
 EAGER_TARGET, COMPILED_TARGET, STEP_TARGET = 1.5, 1.1, 1.3
