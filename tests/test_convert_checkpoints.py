@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import torch_rngx
+from conftest import recompute
 
 
 class Net(torch.nn.Module):
@@ -54,7 +55,8 @@ def test_the_unconverted_checkpoint_loads_strictly_and_restarts_the_streams():
     assert result.missing_keys == [] and result.unexpected_keys == []
     assert all(torch.equal(model.state_dict()[k], v) for k, v in checkpoint.items())
     assert streams(model) == streams(fresh) and streams(fresh).keys() == set(STREAMS)
-    assert torch.equal(model(X), fresh(X)) and torch.equal(model(X), fresh(X))  # the same masks and noise
+    with recompute():  # the restarted streams draw again what the model drew before loading
+        assert torch.equal(model(X), fresh(X)) and torch.equal(model(X), fresh(X))  # the same masks and noise
 
 
 def test_a_missing_stream_restarts_with_strict_false_too():
@@ -70,7 +72,8 @@ def test_a_present_stream_loads_as_saved():
     model = converted()
     model.load_state_dict(saved.state_dict())
     assert streams(model) == streams(saved)
-    assert torch.equal(model(X), saved(X))
+    with recompute():  # both models draw on the same stream, to compare
+        assert torch.equal(model(X), saved(X))
 
 
 @pytest.mark.parametrize("key", STREAMS)
