@@ -41,7 +41,15 @@ $(VENV)/.xdist-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q pytest-xdist
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp
+# diffusers (no torchvision, no torch pin of its own): tests/test_diffusers.py trains its UNet2DModel with its
+# DDPMScheduler. A stamp of its own too.
+DIFFUSERS_VERSION ?= 0.42.1
+
+$(VENV)/.diffusers-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
 
 $(SO): $(VENV)/.stamp $(SOURCES)
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
@@ -79,7 +87,7 @@ sanitize: $(SAN_TESTS)
 
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
 
 pytest: $(PYTEST_DEPS)
 	$(PYTEST) tests --ignore=tests/test_distributed.py
@@ -200,24 +208,26 @@ abi-check: $(SO) $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -c "import torch, torch_rngx; print('torch', torch.__version__, 'loads', torch_rngx._C.__file__)"
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_stream.py tests/test_ops.py
 
-# CompressAI, unmodified, trained under torch_rngx.mode (tests/test_compressai_mode.py): compressai needs torchvision, whose
-# PyPI wheels need torch's CUDA build, so both go into .venv-cuda, torchvision at the release made for torch
-# $(CUDA_TORCH_VERSION). compressai pins numpy < 2, which torch's wheels also run with.
+# CompressAI and timm, unmodified, trained under torch_rngx.mode and after nn.convert (tests/test_compressai_mode.py,
+# tests/test_timm.py): both need torchvision, whose PyPI wheels need torch's CUDA build, so they go into .venv-cuda,
+# torchvision at the release made for torch $(CUDA_TORCH_VERSION). compressai pins numpy < 2, which torch's wheels
+# also run with.
 CUDA_TORCHVISION_VERSION ?= 0.29.1
 COMPRESSAI_VERSION ?= 1.2.8
+TIMM_VERSION ?= 1.0.31
 
-$(CUDA_VENV)/.compressai: $(CUDA_VENV)/.stamp
+$(CUDA_VENV)/.vision-stamp: $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" "torchvision==$(CUDA_TORCHVISION_VERSION)" \
-	  "compressai==$(COMPRESSAI_VERSION)"
+	  "compressai==$(COMPRESSAI_VERSION)" "timm==$(TIMM_VERSION)"
 	touch $@
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
 # Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it,
-# and the docs' blocks that need torch >= 2.14, and CompressAI under torch_rngx.mode.
-interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.compressai
-	RNGX_REQUIRE_COMPRESSAI=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py \
-	  tests/test_compressai_mode.py
+# and the docs' blocks that need torch >= 2.14, CompressAI under torch_rngx.mode and timm models after nn.convert.
+interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp
+	RNGX_REQUIRE_VISION=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py \
+	  tests/test_compressai_mode.py tests/test_timm.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_torch_private.py  # torch's private names on 2.14
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
 	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"

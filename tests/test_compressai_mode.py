@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-if not os.environ.get("RNGX_REQUIRE_COMPRESSAI"):  # set by `make interop`, where a missing compressai must fail
+if not os.environ.get("RNGX_REQUIRE_VISION"):  # set by `make interop`, where a missing compressai must fail
     pytest.importorskip("compressai", reason="compressai is not installed here; `make interop` installs and runs it")
 from compressai.models import FactorizedPrior  # noqa: E402
 

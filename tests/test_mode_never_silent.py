@@ -415,41 +415,7 @@ def test_checkpoint_backward_inside_the_mode_replays_the_forwards_draws():
     assert torch.equal(*grads)
 
 
-# ---- the table, generated from torch's tags ----
-
-def _tagged_bindings():
-    """Every Python binding of every aten op torch tags nondeterministic_seeded: torch.X, Tensor.X, torch._C._nn.X
-    and torch.nn.functional.X for each such op X (found from the dispatcher, not a list of ours)."""
-    names = set()
-    for full in torch._C._dispatch_get_all_op_names():
-        namespace, _, name = full.partition("::")
-        packet = getattr(torch.ops.aten, name.split(".")[0], None) if namespace == "aten" else None
-        if packet is not None and any(torch.Tag.nondeterministic_seeded in getattr(packet, o).tags
-                                      for o in packet.overloads()):
-            names.add(packet.__name__.split(".")[-1])
-    found = {}
-    for prefix, namespace in (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch._C._nn", torch._C._nn),
-                              ("torch.nn.functional", TF)):
-        for name in names:
-            func = getattr(namespace, name, None)
-            if callable(func):
-                found[f"{prefix}.{name}"] = func
-    return found
-
-
-def test_every_function_torch_tags_random_is_routed_run_through_or_reported():
-    """Each binding is routed (a torch_rngx counterpart), run with the mode kept on (a Python function whose calls
-    reach the mode), or reported when it draws; none is called as it is, unseen."""
-    torch_rngx._mode._prepare()
-    bindings = _tagged_bindings()
-    assert len(bindings) > 60 and "torch.rand" in bindings and "torch._standard_gamma" in bindings
-    kinds = {name: torch_rngx._mode._KIND.get(func, ("missing",))[0] for name, func in bindings.items()}
-    silent = {name: kind for name, kind in kinds.items() if kind not in ("route", "through", "random")}
-    assert not silent
-    assert {"torch.rand", "torch.Tensor.random_", "torch.nn.functional.dropout"} <= {
-        n for n, k in kinds.items() if k == "route"}
-    assert {"torch._standard_gamma", "torch.poisson", "torch.Tensor.cauchy_"} <= {
-        n for n, k in kinds.items() if k == "random"}
+# ---- the table, generated from torch's tags: tests/test_mode_sweep.py ----
 
 
 # ---- 8. parities with torch ----
