@@ -14,6 +14,7 @@ alias but `rf` (readers take `F` for torch.nn.functional).
 --needing torch>=2.14 runs only the blocks whose `# needs:` line names that (make interop, under torch 2.14.1).
 """
 import argparse
+import concurrent.futures
 import importlib.util
 import os
 import re
@@ -163,12 +164,13 @@ def main(argv=None):
     if args.needing:
         blocks = [b for b in blocks if args.needing in (_NEEDS.match(b.first_line) or [""])[0]]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for block in blocks:
-        status, seconds, detail = run(block)
-        counts[status] += 1
-        print(f"{status} {block.name} ({seconds:.1f} s){': ' + detail if status == 'SKIP' else ''}", flush=True)
-        if status == "FAIL":
-            print("    " + detail.replace("\n", "\n    "), flush=True)
+    # Each block is a process of its own: one per core at a time, reported in the order of the pages.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for block, (status, seconds, detail) in zip(blocks, pool.map(run, blocks)):
+            counts[status] += 1
+            print(f"{status} {block.name} ({seconds:.1f} s){': ' + detail if status == 'SKIP' else ''}", flush=True)
+            if status == "FAIL":
+                print("    " + detail.replace("\n", "\n    "), flush=True)
     print(f"docs check: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
           f"of {len(blocks)} blocks")
     return 1 if counts["FAIL"] else 0
