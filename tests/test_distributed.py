@@ -54,17 +54,22 @@ def _launch(suite, world, mesh, init, timeout, extra_env):
         pytest.fail("\n".join(f"--- rank {rank} (exit {code})\n{out[-6000:]}" for rank, code, out in reports))
 
 
-@pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (4,)), (4, (2, 2))])
+TWO = pytest.param(2, (2,), id="two_ranks")
+FOUR = pytest.param(4, (4,), id="four_ranks")
+GRID = pytest.param(4, (2, 2), id="grid_2x2")
+
+
+@pytest.mark.parametrize("world, mesh", [TWO, FOUR, GRID])
 def test_eager(world, mesh):
     launch("eager", world, mesh)
 
 
-@pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (2, 2))])
+@pytest.mark.parametrize("world, mesh", [TWO, GRID])
 def test_compiled(world, mesh):
     launch("compiled", world, mesh)
 
 
-@pytest.mark.parametrize("world, mesh", [(2, (2,)), (4, (2, 2))])
+@pytest.mark.parametrize("world, mesh", [TWO, GRID])
 def test_torch_calls_routed_by_mode(world, mesh):
     launch("mode", world, mesh)
 
