@@ -87,10 +87,11 @@ sanitize: $(SAN_TESTS)
 
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
 PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
 
 pytest: $(PYTEST_DEPS)
-	$(PYTEST) tests --ignore=tests/test_distributed.py
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py
 
 test: ctest pytest
 
@@ -98,7 +99,7 @@ test: ctest pytest
 # and Triton builds, opcheck over every sample, processes of their own), under 3 minutes on 2 cores
 # (docs/development.md). `make test` runs them all.
 test-quick: $(PYTEST_DEPS)
-	$(PYTEST) tests --ignore=tests/test_distributed.py -m "not slow"
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py -m "not slow"
 
 # The tests that compare compiled with eager, on other CPU paths than the machine's best (which `make test` runs):
 # torch's kernels and Inductor's code for AVX2 (ATEN_CPU_CAPABILITY=avx2 steers both), and our Philox on its scalar
@@ -125,23 +126,12 @@ lint: $(VENV)/.lint-stamp
 	$(VENV)/bin/ruff format --check torch_rngx
 	$(VENV)/bin/mypy
 
-# The key-reuse checker over our own code (docs/guide.md, "Catching key reuse"): the tests of every route that draws
-# for the user (Generators, modules, the mode and convert, checkpointing, torch.func, global views, compiled tracing)
-# and the single-process examples under RNGX_DEBUG_KEY_REUSE=raise (the demo with examples/entropy_bottleneck.py, the
-# Triton kernel through Triton's interpreter, the C++ extension, whose build the suite has made); `make dist` runs
-# ddp_train.py under it. A test that recomputes a draw to compare makes it inside conftest.recompute(); one that
-# cannot says why with @pytest.mark.key_reuse_ok(why), and the checker is off there. A new test file is checked
-# unless it is named here. Left out, as nothing in them draws through our code but on keys the test makes itself:
-# the reference, known-answer, property, statistics and bad-input tests; those marked key_reuse_ok as a whole;
-# tests/test_opcheck_all.py (torch.library.opcheck calls torch.ops.rngx directly, below the Python functions the
-# checker hooks); and the Inductor-arithmetic tests (the checker sees compiled code when it is traced, as under
-# aot_eager, which the same models run in test_third_party.py).
-KEY_REUSE_UNCHECKED := opcheck_all ops stream kat properties stats dist_stats bad_input_harness \
-  simd_paths aoti cpp_extension triton load_library api_doc docs_check import_cycles torch_private device_api_doc \
-  cuda_checks cuda_build interop compressai_mode huge distributed
+# The key-reuse checker (docs/guide.md, "Catching key reuse") over our own code: `make test` and `make test-quick` run
+# the suite under RNGX_DEBUG_KEY_REUSE=raise (tests/conftest.py says which modules and tests it leaves alone, and
+# why). This target runs the single-process examples under it too: the demo with examples/entropy_bottleneck.py, the
+# Triton kernel through Triton's interpreter and the C++ extension, whose build the suite has made. `make dist` runs
+# ddp_train.py under it.
 test-key-reuse: $(PYTEST_DEPS)
-	RNGX_DEBUG_KEY_REUSE=raise $(PYTEST) -p no:cacheprovider tests \
-	  $(foreach t,$(KEY_REUSE_UNCHECKED),--ignore=tests/test_$(t).py) -k "not inductor"
 	cd examples && RNGX_DEBUG_KEY_REUSE=raise ../$(PYTHON) demo.py
 	RNGX_DEBUG_KEY_REUSE=raise TRITON_INTERPRET=1 $(PYTHON) examples/triton_fused_dropout.py
 	RNGX_DEBUG_KEY_REUSE=raise $(PYTHON) examples/cpp_extension/draw.py

@@ -8,6 +8,7 @@
 
 Each is one abi3 build that loads on every torch >= 2.10 (TORCH_TARGET_VERSION) and CPython >= 3.9 (Py_LIMITED_API).
 """
+import concurrent.futures
 import glob
 import importlib.machinery
 import itertools
@@ -92,7 +93,20 @@ class BuildExt(build_ext):
             flags = C_FLAGS if src.endswith(".c") else CXX_FLAGS
             compile_one(obj, src, ext, cc_args, extra_postargs + flags, pp_opts)
 
+        def compile_all(sources, output_dir=None, macros=None, include_dirs=None, debug=0, extra_preargs=None,
+                        extra_postargs=None, depends=None):
+            # setuptools compiles one source after another; a build here is a handful of independent files
+            macros, objects, extra_postargs, pp_opts, build = self.compiler._setup_compile(
+                output_dir, macros, include_dirs, sources, depends, extra_postargs)
+            cc_args = self.compiler._get_cc_args(pp_opts, debug, extra_preargs)
+            with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                jobs = [pool.submit(_compile, obj, *build[obj], cc_args, extra_postargs, pp_opts) for obj in objects]
+                for job in jobs:
+                    job.result()
+            return objects
+
         self.compiler._compile = _compile
+        self.compiler.compile = compile_all
         super().build_extensions()
 
     def build_extension(self, ext):

@@ -71,13 +71,20 @@ def rng():
 torch._functorch.config.donated_buffer = False
 
 
-# make test-key-reuse runs the suite under RNGX_DEBUG_KEY_REUSE=raise: each module and each test is its own program
-# with a fresh history. A test that recomputes a draw to compare two ways of making it (layouts, eager and compiled,
-# threads, a reference path) makes the second one inside recompute(), so all its other draws stay checked. A test
-# whose every draw is such a comparison, or that draws in a process of its own, says why instead:
-# @pytest.mark.key_reuse_ok(why) (the checker is then off for it, and make test-key-reuse leaves it out: it ran as
-# it is in make test).
+# make test runs the suite under the key-reuse checker (RNGX_DEBUG_KEY_REUSE=raise, docs/guide.md "Catching key
+# reuse"): each module and each test is its own program with a fresh history. A test that recomputes a draw to compare
+# two ways of making it (layouts, eager and compiled, threads, a reference path) makes the second one inside
+# recompute(), so all its other draws stay checked. A test whose every draw is such a comparison, or that draws in a
+# process of its own, says why instead: @pytest.mark.key_reuse_ok(why), and the checker is off for it.
 KEY_REUSE = os.environ.get(debug.ENV, "")
+
+# Modules the checker leaves alone, as nothing in them draws through our code but on keys the test makes itself: the
+# reference, known-answer, property, statistics and bad-input tests, and those of the build and the docs;
+# test_opcheck_all (torch.library.opcheck calls torch.ops.rngx directly, below the Python functions the checker
+# hooks); and those whose ranks or packages run in processes of their own.
+UNCHECKED = {f"test_{name}.py" for name in """opcheck_all ops stream kat properties stats dist_stats bad_input_harness
+    simd_paths aoti cpp_extension triton load_library api_doc docs_check import_cycles torch_private device_api_doc
+    cuda_checks cuda_build interop compressai_mode huge distributed""".split()}
 
 
 def recompute():
@@ -90,24 +97,17 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow(why): seconds of CPU or more; make test-quick leaves it out")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under the checker, a key_reuse_ok test would run exactly as in make test (the checker off): it is left out."""
-    if not KEY_REUSE:
-        return
-    unchecked = [item for item in items if item.get_closest_marker("key_reuse_ok")]
-    if unchecked:
-        config.hook.pytest_deselected(items=unchecked)
-        items[:] = [item for item in items if not item.get_closest_marker("key_reuse_ok")]
-
-
 def _checker_for(node):
-    """The checker for a module or test: a fresh one, or off for key_reuse_ok; None when the run is not checked."""
+    """The checker for a module or test: a fresh one, or off for key_reuse_ok and UNCHECKED; none when the run is not
+    checked."""
     marker = node.get_closest_marker("key_reuse_ok")
     if marker is not None and not marker.args:
         raise ValueError(f"{node.nodeid}: key_reuse_ok needs a reason")
     if not KEY_REUSE:
         return contextlib.nullcontext()
-    return _unchecked() if marker is not None else debug.key_reuse(KEY_REUSE)
+    if marker is not None or node.path.name in UNCHECKED:
+        return _unchecked()
+    return debug.key_reuse(KEY_REUSE)
 
 
 @contextlib.contextmanager

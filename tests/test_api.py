@@ -313,7 +313,7 @@ def test_a_stateful_call_crosses_few_frames(grad):
     op (and the node with a gradient): at most 8 frames of the package, in at most 4 files (issue 31)."""
     x = torch.randn(64, requires_grad=grad)
     g = torch_rngx.Generator(0)
-    with torch_rngx.debug.key_reuse("off"):  # the default path: the checker of make test-key-reuse adds frames
+    with torch_rngx.debug.key_reuse("off"):  # the default path: the checker make test runs under adds frames
         frames = _package_frames(lambda: torch_rngx.dropout(x, 0.1, generator=g))
     files = {f for _, f in frames}
     assert len(frames) <= 8 and len(files) <= 4, frames
