@@ -78,9 +78,12 @@ $(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $$(patsubst cs
 	@mkdir -p $(@D)
 	$(CC) $(C_TEST_FLAGS) $(VARIANT_FLAGS) $(C_TEST_EXTRA) -o $@ $< $(filter %.o,$^) -lm
 
-ctest: $(C_TESTS) $(SCALAR_TESTS)
+# Built and run one per core: each test binary is independent; each prints its report in one piece when it ends.
+CORES := $(shell nproc 2>/dev/null || echo 1)
+ctest:
+	@$(MAKE) --no-print-directory -j$(CORES) $(C_TESTS) $(SCALAR_TESTS)
 	@$(if $(RANDOM123),echo "Random123 found: the C tests cross-check against it.",echo "NOTE: Random123 (librandom123-dev) is not installed: the C tests skip the cross-check against it.")
-	@set -e; for t in $(C_TESTS) $(SCALAR_TESTS); do echo "== $$t"; $$t; done
+	@printf '%s\n' $(C_TESTS) $(SCALAR_TESTS) | xargs -P $(CORES) -I{} sh -c 'out=$$({} 2>&1); s=$$?; printf "== %s\n%s\n" {} "$$out"; exit $$s'
 
 sanitize: $(SAN_TESTS)
 	@set -e; for t in $(SAN_TESTS); do echo "== $$t"; UBSAN_OPTIONS=print_stacktrace=1 $$t; done
