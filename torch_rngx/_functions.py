@@ -84,10 +84,11 @@ def _keep(ctx, spec, key, params, output=None, tangents=False):
             ctx.save_for_forward(key)
 
 
-def _derivative(ctx, spec, t, again):
-    """The op's derivative applied to t (a gradient or a tangent); `again` differentiates it for a double backward."""
+def _derivative(ctx, spec, t, again, below=None):
+    """The op's derivative applied to t (a gradient or a tangent); `again` differentiates it for a double backward,
+    `below` runs it when no gradient flows (_spec.derivative)."""
     key = ctx.saved_tensors[0] if spec.derivative == "self" else None
-    return _spec.derivative(spec, t, key, ctx.params, again)
+    return _spec.derivative(spec, t, key, ctx.params, again, below)
 
 
 def _node(spec):
@@ -101,7 +102,7 @@ def _node(spec):
             return kernel(x, key, *params)
 
     def backward(ctx, grad):
-        return (_derivative(ctx, spec, grad, spec.kernel), None) + (None,) * len(ctx.params)
+        return (_derivative(ctx, spec, grad, spec.kernel, kernel), None) + (None,) * len(ctx.params)
 
     # Built with type() so that its name is the op's everywhere (grad_fn shows rngx_dropoutBackward).
     return type(

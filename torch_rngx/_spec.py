@@ -214,9 +214,11 @@ def derivative(
     key: Optional[torch.Tensor],
     params: Sequence[Any],
     again: Callable[..., torch.Tensor],
+    below: Optional[Callable[..., torch.Tensor]] = None,
 ) -> Optional[torch.Tensor]:
     """d out / d input applied to t (a gradient or a tangent): the one rule every autograd entry point calls.
-    `again` is the differentiable form of the op, for a double backward."""
+    `again` is the differentiable form of the op, for a double backward; `below` the op's callable when no
+    gradient flows (default the op itself; plain eager nodes pass its bare C++ callable)."""
     if t is None or spec.derivative is None:
         return None
     if spec.derivative == "identity":
@@ -224,7 +226,7 @@ def derivative(
     if torch.is_grad_enabled():  # a double backward differentiates this too
         return again(t, key, *params)
     with AutoDispatchBelowAutograd():
-        return spec.kernel(t, key, *params)
+        return (spec.kernel if below is None else below)(t, key, *params)
 
 
 # Subclass calls under torch.compile: (tensor type, call(spec, x, key, params)). A module that gives the ops a
