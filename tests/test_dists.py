@@ -249,6 +249,40 @@ def test_trunc_normal_fills_in_place_like_torch():
     assert torch.equal(a, torch_rngx.nn.init.trunc_normal_(torch.empty(10)))
 
 
+@pytest.mark.parametrize("chunk", [1 << 10, None])  # two chunks and a tail, of 2^10 elements and of the default
+def test_trunc_normal_fills_large_tensors_in_chunks_with_the_same_bits(monkeypatch, chunk):
+    """Plain eager code (the key-reuse checker off: with it on, the fill is one draw that it sees) fills a large
+    contiguous tensor a chunk at a time, with the bits and the step of one draw."""
+    if chunk is not None:
+        monkeypatch.setattr(torch_rngx._router, "FILL_CHUNK", chunk)
+    chunk = torch_rngx._router.FILL_CHUNK
+    calls = []
+    op = torch_rngx._router._KERNEL["truncated_normal"]
+    monkeypatch.setitem(torch_rngx._router._KERNEL, "truncated_normal", lambda *a: calls.append(a[0].numel()) or op(*a))
+    shape = (4, chunk // 2 + 57)  # two chunks and 228 elements
+    g = torch_rngx.Generator(5)
+    for dtype in FLOAT_DTYPES:
+        start, calls[:] = g.state.clone(), []
+        with recompute():
+            w = torch_rngx.nn.init.trunc_normal_(torch.empty(shape, dtype=dtype), 0.5, 2.0, -1.0, 3.3, generator=g)
+            assert calls == [chunk, chunk, 228] and w.dtype == dtype
+            want = F.truncated_normal(torch.empty(shape, dtype=dtype), start, 0.5, 2.0, -1.0, 3.3)
+        assert (bits(w) == bits(want)).all()
+        assert int(g.state[1] - start[1]) == torch_rngx.blocks_used(w.numel(), dtype, "truncated_normal")
+        t, calls[:] = torch.empty(shape[::-1], dtype=dtype).t(), []  # not contiguous: one draw, the same values
+        with recompute():
+            torch_rngx.nn.init.trunc_normal_(t, 0.5, 2.0, -1.0, 3.3, generator=torch_rngx.Generator(5).set_state(start))
+        assert calls == [t.numel()] and (bits(t) == bits(want)).all()
+    torch.manual_seed(1)
+    with recompute():
+        a = torch_rngx.nn.init.trunc_normal_(torch.empty(shape))
+    after = torch.rand(3)
+    torch.manual_seed(1)
+    with recompute():
+        want = F.truncated_normal(torch.empty(shape), torch_rngx._step.fresh_seed(), 0.0, 1.0, -2.0, 2.0)
+    assert torch.equal(a, want) and torch.equal(torch.rand(3), after)
+
+
 def test_vmap_over_keys_equals_batched_state():
     keys = F.split(STATE, 3)
     x = torch.empty(5, 4)

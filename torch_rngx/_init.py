@@ -5,7 +5,7 @@ from typing import Optional, Union
 import torch
 
 from . import _checks
-from ._router import draw
+from ._router import fill_
 from ._spec import SPECS
 from .generator import RNG, Generator
 
@@ -45,5 +45,4 @@ def trunc_normal_(
     _checks.float_tensor(tensor, "tensor")
     spec = SPECS["truncated_normal"]
     params = spec.check(tensor, _checks.LATER, mean, std, a, b, None)
-    with torch.no_grad():
-        return tensor.copy_(draw(spec.name, tensor, generator, *params))
+    return fill_(spec.name, tensor, generator, *params)

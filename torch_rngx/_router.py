@@ -116,10 +116,48 @@ def draw(kind, x, generator, *params):
             return _FUSED[kind](_step.scratch_seed(), x, *params[:-2])
         if owner.is_cpu:
             return _FUSED[kind](owner, x, *params[:-2])
+    return _eager(kind, x, _plain_key(kind, owner, numel, dtype, params), params)
+
+
+def _plain_key(kind, owner, numel, dtype, params):
+    """The key of a plain eager call: a fresh seed for generator=None, else the owner's bare step."""
     if owner is None:
-        return _eager(kind, x, _step.fresh_seed(), params)
-    words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
-    return _eager(kind, x, _STEP(owner, (numel * words + 3) // 4), params)
+        return _step.fresh_seed()
+    words = _WORDS[kind, dtype, bool(SPECS[kind].wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
+    return _STEP(owner, (numel * words + 3) // 4)
+
+
+# Elements per call of an in-place fill's chunks: a chunk's output (1 MiB of float32) is still in cache when it is
+# copied, and the allocator hands the same block back to the next chunk.
+FILL_CHUNK = 1 << 18
+
+
+def fill_(kind, tensor, generator, *params):
+    """tensor.copy_(draw(kind, tensor, generator, *params)), the same bits and the same step. A large contiguous CPU
+    tensor in plain eager code is drawn a chunk at a time, each chunk the block of the flat tensor at its offset
+    (docs/stream.md, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
+    owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
+    numel = tensor.numel()
+    if (
+        numel <= FILL_CHUNK
+        or params[-2] is not None
+        or not (tensor.is_cpu and tensor.is_contiguous() and (owner is None or owner.is_cpu))
+        or torch.compiler.is_compiling()
+        or peek_interpreter_stack() is not None
+        or _reuse.active is not None
+        or top_saved_tensors_hooks(False) is not None
+        or current_graph_task_id() != -1
+    ):
+        with torch.no_grad():
+            return tensor.copy_(draw(kind, tensor, generator, *params))
+    d = params[-3] if len(params) > 2 else None
+    key = _plain_key(kind, owner, numel, d if type(d) is torch.dtype else tensor.dtype, params)
+    flat, whole = tensor.view(-1), [numel]
+    with AutoDispatchBelowAutograd(), torch.no_grad():
+        for start in range(0, numel, FILL_CHUNK):
+            part = flat[start : start + FILL_CHUNK]
+            part.copy_(_KERNEL[kind](part, key, *params[:-2], whole, [start]))
+    return tensor
 
 
 def key_for(x, generator, numel, dtype):
