@@ -89,6 +89,17 @@ class TestRandLike:
         assert torch.equal(torch_rngx.rand_like(x), a) and torch.equal(torch_rngx.rand_like(x), b)
         assert not torch.equal(a, b)
 
+    def test_generator_none_draws_its_seed_past_torch_function_modes(self):
+        """The fresh seed skips its mode guard only where no mode is pushed: under torch.device (a torch function
+        mode) it is still a CPU draw from torch's generator, on every path (one call, a node, a large tensor)."""
+        for x in (torch.empty(50), torch.empty(50, requires_grad=True), torch.empty(1 << 16)):
+            torch.manual_seed(5)
+            want = torch_rngx.dropout(x, 0.5), torch_rngx.rand_like(x)
+            torch.manual_seed(5)
+            with torch.device("meta"):
+                got = torch_rngx.dropout(x, 0.5), torch_rngx.rand_like(x)
+            assert all(g.is_cpu and torch.equal(g, w) for g, w in zip(got, want))
+
 
 class TestQuantize:
     x = torch.tensor([[-1.7, -0.5, 0.49, 2.5, 3.2]]).view(1, 5, 1, 1)

@@ -116,15 +116,10 @@ def draw(kind, x, generator, *params):
             return _FUSED[kind](_step.scratch_seed(), x, *params[:-2])
         if owner.is_cpu:
             return _FUSED[kind](owner, x, *params[:-2])
-    return _eager(kind, x, _plain_key(kind, owner, numel, dtype, params), params)
-
-
-def _plain_key(kind, owner, numel, dtype, params):
-    """The key of a plain eager call: a fresh seed for generator=None, else the owner's bare step."""
     if owner is None:
-        return _step.fresh_seed()
-    words = _WORDS[kind, dtype, bool(SPECS[kind].wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
-    return _STEP(owner, (numel * words + 3) // 4)
+        return _eager(kind, x, _step.fresh_seed(), params)
+    words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
+    return _eager(kind, x, _STEP(owner, (numel * words + 3) // 4), params)
 
 
 # Elements per call of an in-place fill's chunks: a chunk's output (1 MiB of float32) is still in cache when it is
@@ -151,7 +146,7 @@ def fill_(kind, tensor, generator, *params):
         with torch.no_grad():
             return tensor.copy_(draw(kind, tensor, generator, *params))
     d = params[-3] if len(params) > 2 else None
-    key = _plain_key(kind, owner, numel, d if type(d) is torch.dtype else tensor.dtype, params)
+    key = _functions.drawn_key(owner, numel, d if type(d) is torch.dtype else tensor.dtype, kind, params)
     flat, whole = tensor.view(-1), [numel]
     with AutoDispatchBelowAutograd(), torch.no_grad():
         for start in range(0, numel, FILL_CHUNK):

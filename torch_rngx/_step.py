@@ -24,7 +24,7 @@ from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which
 )
 from ._random_ops import drawing_from_torch
 from ._spec import ops
-from ._torch import current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
+from ._torch import any_python_mode, current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
 
 # seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
 _lib = torch.library.Library("rngx", "FRAGMENT")
@@ -49,6 +49,8 @@ def advance(state, blocks):
 def fresh_seed():
     """A fresh key [s, o]: two draws of 63 random bits from torch's default CPU generator (torch.manual_seed
     reproduces them), one tensor op, past any torch_rngx.mode."""
+    if not any_python_mode():  # nothing that could route or report the draw: no guard to enter
+        return torch.empty(2, dtype=torch.int64).random_()
     with drawing_from_torch():
         return torch.empty(2, dtype=torch.int64).random_()
 
@@ -64,6 +66,8 @@ def scratch_seed():
     if seed is None:
         with torch.inference_mode(False):
             seed = _scratch.seed = torch.empty(2, dtype=torch.int64)
+    if not any_python_mode():
+        return seed.random_()
     with drawing_from_torch():
         return seed.random_()
 

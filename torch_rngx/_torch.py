@@ -197,6 +197,13 @@ def traced_frames(ctx: Any) -> Iterator[tuple[str, int]]:
 # ---- torch function modes (torch_rngx/_mode.py) ----
 _len_stack = _resolve(torch, "_C._len_torch_function_stack", "to find torch_rngx.mode from rebound functions")
 _stack_at = _resolve(torch, "_C._get_function_stack_at", "to find torch_rngx.mode from rebound functions")
+_len_dispatch_stack = _resolve(torch, "_C._len_torch_dispatch_stack", "to skip the mode guard where none is pushed")
+
+
+def any_python_mode() -> bool:
+    """Whether this thread has a torch function mode or a Python dispatch mode pushed (torch_rngx.mode pushes one of
+    each; so do torch.device and user modes)."""
+    return bool(_len_stack() or _len_dispatch_stack())
 
 
 def torch_function_modes() -> Iterator[Any]:
