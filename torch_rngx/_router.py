@@ -131,7 +131,7 @@ def fill_(kind, tensor, generator, *params):
     """tensor.copy_(draw(kind, tensor, generator, *params)), the same bits and the same step. A large contiguous CPU
     tensor in plain eager code is drawn a chunk at a time, each chunk the block of the flat tensor at its offset
     (docs/stream.md, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
-    owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
+    owner = owner_of(generator)  # not a hot path: the large tensors' fill
     numel = tensor.numel()
     if (
         numel <= FILL_CHUNK
