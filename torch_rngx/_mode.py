@@ -36,15 +36,21 @@ import torch.nn.functional as TF
 
 from . import _mode_workers, _random_ops
 from ._mode_routes import ROUTES, trunc_normal
-from ._random_ops import drawing_own, may_draw, random_op_of, transparent
+from ._random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
 from ._torch import (
+    HigherOrderOperator,
+    NumpyWrapper,
     TorchDispatchMode,
+    before_backends,
     builtin_namespaces,
     compiled_runtime_dirs,
     comptime,
     dataloader_worker_loop,
+    entry_function_modes,
+    fake_mode_of,
     function_mode_base_enter,
     function_mode_base_exit,
+    graph_fake_mode,
     never_a_compiled_frame,
     set_dataloader_worker_loop,
     show_to_function_modes,
@@ -52,6 +58,7 @@ from ._torch import (
     traced_constant,
     traced_frames,
     traced_graph,
+    traced_output,
 )
 from .generator import RNG, Generator, owner_of
 
@@ -88,6 +95,13 @@ _PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter, torch.nn.Buffer})  #
 _prepared = threading.Lock()
 _KEY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType)
 _TRUNC = "torch.nn.init.trunc_normal_"
+# nn.init's own functions, taken at import: a library may rebind torch.nn.init's names to wrappers of them
+# (transformers 5 does while it builds a model), and the table must hold torch's functions, not the wrappers.
+_TORCH_INIT = frozenset(
+    f for f in vars(torch.nn.init).values() if type(f) is types.FunctionType and f.__module__ == "torch.nn.init"
+)
+_BY_CODE: dict = {}  # the code of each Python torch function in _KIND -> its kind (_torch_caller_kind)
+_HANDLE = torch.overrides.handle_torch_function.__code__
 
 
 def _public_names():
@@ -127,7 +141,7 @@ def _prepare():
         names = _public_names()
         table: dict = {}
         functions = {f for fs in torch.overrides.get_overridable_functions().values() for f in fs}
-        functions |= {f for f in vars(torch.nn.init).values() if type(f) is types.FunctionType}
+        functions |= _TORCH_INIT
         methods = (getattr(torch.Tensor, attr, None) for attr in dir(torch.Tensor))
         functions |= {f for f in methods if type(f) is types.FunctionType}  # the Python methods too
         members = (getattr(ns, attr, None) for ns in builtin_namespaces() for attr in dir(ns))
@@ -141,6 +155,8 @@ def _prepare():
         for func, route in ROUTES.items():
             table[func] = (_ROUTE, route, _name(func, names), random_op_of(func))
         _KIND.update(table)
+        before_backends(_check_graph)
+        _BY_CODE.update((f.__code__, k) for f, k in table.items() if type(f) is types.FunctionType)
         keys = [(f"{f.__module__}.{f.__name__}", k) for f, k in table.items() if type(f) is types.FunctionType]
         counts = collections.Counter(key for key, _ in keys)
         _BY_NAME.update((key, k) for key, k in keys if counts[key] == 1)
@@ -269,8 +285,152 @@ def _unseen_traced(ctx):
         _report_now(_name(func, {}), "", traced_constant(ctx, "uncovered"), site)
 
 
-def _prepare_traced(ctx):
+# ---- the graph net: what each captured graph holds, checked before its backend gets it ----
+# A rewrite can put a random op in a graph without a torch call the mode sees: Dynamo compiles np.random.rand into a
+# call of its own wrapper, which draws with torch's uniform_ when AOTAutograd traces it. So each graph captured under
+# a mode is looked at as a whole before the backend (aot_eager, Inductor, ...) gets it: every aten op it names, every
+# torch builtin and Tensor method it calls, and what each other callable in it runs on fake tensors.
+_ENTERED = "_rngx_mode_uncovered"  # on Dynamo's graph: `uncovered` of a mode entered while it was traced
+_BUILTIN_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _graph_uncovered(output):
+    """`uncovered` of the innermost torch_rngx.mode this graph was traced under, or None."""
+    inside = getattr(output, _ENTERED, None)
+    if inside is not None:
+        return inside
+    for m in reversed(entry_function_modes(output)):
+        if isinstance(m, mode):
+            return m.uncovered
+    return None
+
+
+def _check_graph(output, gm):
+    """before_backends' hook: the graph's random ops reported as the mode it was traced under says."""
+    uncovered = _graph_uncovered(output)
+    if uncovered is not None and uncovered != "ignore":
+        check_graph(gm, uncovered, graph_fake_mode(output))
+
+
+def check_graph(gm, uncovered, fake=None):
+    """Reports each random op in an fx graph (and its subgraphs) that is not ours, as `uncovered` says; a callable
+    it holds runs on the fake values its node had, under `fake` where none of them is a fake tensor."""
+    for module in gm.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                for name, reason in _node_draws(module, node, fake):
+                    _report_now(name, reason, uncovered, _node_site(node))
+
+
+def _node_draws(module, node, fake):
+    """(name, reason) of each random op this node runs that is not ours: the names the mode's own reports use, so
+    that a call the mode reported while tracing is not reported twice."""
+    target, args, kwargs = node.target, tuple(node.args), dict(node.kwargs)
+    if node.op == "call_method":
+        op = _random_ops.aten_random_op(target)
+        return [(f"torch.Tensor.{target}", "")] if op is not None and op.draws(args, kwargs) else []
+    if node.op == "call_module":
+        sub = module.get_submodule(target)
+        return [] if isinstance(sub, torch.fx.GraphModule) else _run_on_fakes(sub, node, fake)
+    if node.op != "call_function" or isinstance(target, HigherOrderOperator):  # its subgraphs are graphs of gm
+        return []
+    if _random_ops.namespace_of(target) is not None or isinstance(target, _BUILTIN_TYPES):
+        op = random_op_of(target)
+        if op is None or not op.draws(args, kwargs):
+            return []
+        kind = _KIND.get(target)
+        return [(kind[2] if kind is not None else _name(target, {}), "")]
+    return _run_on_fakes(target, node, fake)
+
+
+class _Spy(TorchDispatchMode):
+    """The random aten ops (not ours) that a call makes, as it runs on fake tensors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        op = random_op_of(func)
+        if op is not None and op.draws(args, kwargs) and str(func) not in self.found:
+            self.found.append(str(func))
+        return func(*args, **kwargs)
+
+
+def _run_on_fakes(target, node, fake):
+    """Runs a callable the graph holds (another library's function, Dynamo's NumPy wrapper, a module) on the fake
+    values its node's arguments had while tracing, and names the random aten ops it reaches. Where it cannot run
+    there, its code is read instead (_random_ops.may_draw)."""
+    name = _callable_name(target)
+    try:
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["example_value"])
+        fake = fake_mode_of(torch.utils._pytree.tree_leaves((args, kwargs))) or fake
+        if fake is None:
+            raise LookupError("no fake tensor mode to run it under")
+        spy = _Spy()
+        with drawing_from_torch(), fake, spy:  # past every torch function mode, the eager net quiet
+            target(*args, **kwargs)
+        return [(name, f" (it calls {op}, in a graph torch.compile captured)") for op in spy.found]
+    except Exception:  # noqa: BLE001  (any failure to run it: read its code)
+        inner = _unwrapped(target)
+        return [(name, " (in a graph torch.compile captured)")] if may_draw(inner) else []
+
+
+def _unwrapped(target):
+    """What a wrapper (functools.wraps, a partial, Dynamo's NumPy wrapper) wraps, innermost."""
+    while True:
+        if isinstance(target, NumpyWrapper):
+            inner = target.f
+        else:
+            inner = getattr(target, "__wrapped__", None) or getattr(target, "func", None)
+        if inner is None or not callable(inner):
+            return target
+        target = inner
+
+
+def _callable_name(target):
+    inner = _unwrapped(target)
+    if isinstance(inner, (types.FunctionType, type)):
+        name = f"{inner.__module__}.{inner.__qualname__}"
+        if name.startswith("torch._numpy."):  # Dynamo's NumPy on torch: name the NumPy call the user wrote
+            return f"numpy.{name[len('torch._numpy.') :]} (run by torch.compile as {name})"
+        return name
+    if isinstance(inner, torch.nn.Module):
+        return f"{type(inner).__module__}.{type(inner).__qualname__}"
+    return repr(inner)
+
+
+def _node_site(node):
+    """(file, line) of the user's code that put this node in the graph (its stack trace's last frame)."""
+    site = ("<unknown>", 0)
+    for line in (node.meta.get("stack_trace") or "").splitlines():
+        line = line.strip()
+        if line.startswith('File "'):
+            file, _, rest = line[6:].partition('", line ')
+            site = (file, int(rest.split(",")[0]) if rest.split(",")[0].isdigit() else 0)
+    return site
+
+
+def _prepare_table_traced(ctx):
     _prepare()
+
+
+def _prepare_traced(ctx):
+    """comptime, a mode entered inside a compiled function: its table, and its graph checked before the backend."""
+    _prepare()
+    setattr(traced_output(ctx), _ENTERED, traced_constant(ctx, "uncovered"))
+
+
+def _torch_caller_kind():
+    """The kind of the torch function whose torch-function check called the mode, where torch named another one: a
+    torch function's check hands torch.overrides the function its module's name is bound to now, which a library
+    may have rebound to a wrapper of torch's (transformers' nn.init guards), while the call comes from torch's own
+    function, two frames up (__torch_function__ <- handle_torch_function <- the torch function). None otherwise."""
+    handler = sys._getframe(2)
+    if handler.f_code is not _HANDLE:
+        return None
+    return _BY_CODE.get(handler.f_back.f_code)
 
 
 _here = threading.local()  # eager: .call = (mode, name, quiet) of the torch call a mode is running; .net
@@ -337,7 +497,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
                 return func(*args, **kwargs)
             kind = _LATER.get(func)
             if kind is None:
-                kind = _LATER[func] = _classify(func, {})
+                kind = _torch_caller_kind()
+                if kind is None:
+                    kind = _LATER[func] = _classify(func, {})
             if kind[0] == "plain":
                 return func(*args, **kwargs)
         how, what, name, op = kind
@@ -404,7 +566,11 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
     def __enter__(self):
         if torch.compiler.is_compiling():
-            comptime(_prepare_traced)
+            uncovered = self.uncovered
+            if uncovered != "ignore":  # its graph is checked (_check_graph); and the table, as always
+                comptime(_prepare_traced)  # reads uncovered
+            else:
+                comptime(_prepare_table_traced)
         else:
             _prepare()
             if getattr(_here, "net", None) is None:

@@ -48,6 +48,33 @@ def _like(x, kwargs):
     return torch.empty_like(x, **extra) if extra else x
 
 
+def _complex(fill, scale):
+    """fill(like, generator=g) for a complex `like` as torch defines its complex draws: on the real and imaginary
+    parts, the (..., 2) real view, each part's std divided by sqrt(2) for a normal draw (scale), so that the complex
+    value has variance std^2. Element (..., 0) and (..., 1) of the view are one pair of the stream: a normal's r cos
+    and r sin."""
+
+    def draw(like, generator, *params):
+        parts = torch.view_as_real(torch.empty_like(like))
+        if scale:  # normal: (mean, std) -> (mean, std / sqrt(2)), as torch's normal_ on a complex tensor
+            mean, std = params or (0.0, 1.0)
+            return torch.view_as_complex(fill(parts, mean, std / math.sqrt(2), generator=generator))
+        return torch.view_as_complex(fill(parts, *params, generator=generator))
+
+    return draw
+
+
+def _sampler(sampler, complex_fill):
+    """sampler(like, *params, generator=g), or complex_fill's for a complex like."""
+
+    def draw(like, *params, generator):
+        if like.dtype.is_complex:
+            return complex_fill(like, generator, *params)
+        return sampler(like, *params, generator=generator)
+
+    return draw
+
+
 def _creation(sampler):
     def route(g, *args, **kwargs):
         if not _plain(kwargs):
@@ -65,6 +92,10 @@ def _like_route(sampler):
         return _created(sampler(_like(input, kwargs), generator=g), kwargs.get("requires_grad", False))
 
     return route
+
+
+_UNIFORM = _sampler(rr.uniform_like, _complex(rr.uniform_like, scale=False))
+_NORMAL = _sampler(rr.normal_like, _complex(rr.normal_like, scale=True))
 
 
 def _randint(g, *args, **kwargs):
@@ -160,8 +191,11 @@ def _random_fill(g, self, *args, **kwargs):
 
 
 def _dropout(fn):
-    def route(g, input, p=0.5, training=True, inplace=False):
-        return fn(input, p, training, inplace, generator=g)
+    """F.<fn>'s arguments as given: fn has torch's signature and defaults (alpha_dropout's training=False), which
+    torch.compile does not fill in when it hands the mode a call."""
+
+    def route(g, input, *args, **kwargs):
+        return fn(input, *args, generator=g, **kwargs)
 
     return route
 
@@ -258,17 +292,17 @@ def trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 ROUTES = {
-    torch.rand: _creation(rr.rand_like),
-    torch.randn: _creation(rr.randn_like),
+    torch.rand: _creation(_UNIFORM),
+    torch.randn: _creation(_NORMAL),
     torch.randint: _randint,
-    torch.rand_like: _like_route(rr.rand_like),
-    torch.randn_like: _like_route(rr.randn_like),
+    torch.rand_like: _like_route(_UNIFORM),
+    torch.randn_like: _like_route(_NORMAL),
     torch.randint_like: _randint_like,
     torch.normal: _normal,
     torch.bernoulli: _bernoulli,
     torch.Tensor.bernoulli: _bernoulli,
-    torch.Tensor.uniform_: _in_place(lambda g, t, a=0.0, b=1.0: rr.uniform_like(t, a, b, generator=g)),
-    torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: rr.normal_like(t, mean, std, generator=g)),
+    torch.Tensor.uniform_: _in_place(lambda g, t, a=0.0, b=1.0: _UNIFORM(t, a, b, generator=g)),
+    torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: _NORMAL(t, mean, std, generator=g)),
     torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
     torch.Tensor.random_: _in_place(_random_fill),
     torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),

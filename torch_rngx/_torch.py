@@ -319,6 +319,54 @@ def traced_graph(ctx: Any) -> torch.fx.Graph:
     return ctx.graph()
 
 
+def traced_output(ctx: Any) -> Any:
+    """The graph torch.compile is building (Dynamo's OutputGraph, no stable API), from a comptime callback: a key
+    for what one captured graph collects while it is traced."""
+    return ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator().output
+
+
+_OutputGraph = _resolve(torch, "_dynamo.output_graph.OutputGraph", "to check each captured graph under the mode")
+
+
+def before_backends(hook: Callable[[Any, torch.fx.GraphModule], None]) -> None:
+    """Calls hook(output, gm) with each graph torch.compile has captured, before it hands the graph to the backend
+    (aot_eager, Inductor, ...): where what the graph holds is known whatever wrote it. torch has no hook for it;
+    Dynamo's OutputGraph.call_user_compiler is where every backend is called from. Installed once."""
+    original = _OutputGraph.call_user_compiler
+    if getattr(original, "_rngx_hook", None) is not None:
+        return
+
+    def call_user_compiler(self: Any, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        hook(self, gm)
+        return original(self, gm, example_inputs)
+
+    call_user_compiler._rngx_hook = hook  # type: ignore[attr-defined]
+    _OutputGraph.call_user_compiler = call_user_compiler
+
+
+def entry_function_modes(output: Any) -> list:
+    """The torch function modes that were active when torch.compile started tracing this graph's frame."""
+    return list(getattr(output, "torch_function_mode_stack", ()))
+
+
+# Dynamo's wrapper of a NumPy function it compiles into torch's (torch._numpy): `.f` is the function it wraps.
+NumpyWrapper: type = _resolve(torch, "_dynamo.utils.numpy_to_tensor_wrapper", "to name a NumPy call in a graph")
+_FakeTensor = _resolve(torch, "_subclasses.fake_tensor.FakeTensor", "to run a graph's node on fake tensors")
+
+
+def graph_fake_mode(output: Any) -> Optional[Any]:
+    """The fake tensor mode torch.compile traced this graph under (Dynamo's OutputGraph)."""
+    return getattr(output, "fake_mode", None)
+
+
+def fake_mode_of(values: Any) -> Optional[Any]:
+    """The fake tensor mode of the first fake tensor among values (a graph's example values), or None."""
+    return next((v.fake_mode for v in values if isinstance(v, _FakeTensor)), None)
+
+
+HigherOrderOperator: type = _resolve(torch, "_ops.HigherOrderOperator", "to leave a graph's subgraph calls to it")
+
+
 softmax_backward_data: Callable[..., torch.Tensor] = _resolve(
     torch, "_softmax_backward_data", "for softmax's backward under torch_rngx.mode"
 )

@@ -1,0 +1,120 @@
+"""torch_rngx.mode at its edges (issue 43): nn.init functions a library rebinds to wrappers of torch's (transformers
+5's guards), the routes' defaults under torch.compile, and complex dtypes. Each test failed before its fix."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import torch_rngx
+from torch_rngx import Generator
+
+pytestmark = pytest.mark.key_reuse_ok("compares the same stream's draws eager and compiled")
+
+
+# ---- nn.init functions rebound to wrappers ----
+
+def _wrap(monkeypatch, name):
+    """torch.nn.init.<name> rebound to a Python wrapper of torch's, as transformers 5 does while it builds a model."""
+    original = getattr(torch.nn.init, name)
+
+    def wrapper(tensor, *args, **kwargs):
+        return original(tensor, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.init, name, wrapper)
+
+
+WRAPPED = [
+    ("normal_", lambda t: torch.nn.init.normal_(t, 0.5, 2.0), lambda g, t: torch_rngx.normal_like(t, 0.5, 2.0, generator=g)),
+    ("uniform_", lambda t: torch.nn.init.uniform_(t, -1.0, 3.0),
+     lambda g, t: torch_rngx.uniform_like(t, -1.0, 3.0, generator=g)),
+    ("xavier_normal_", lambda t: torch.nn.init.xavier_normal_(t),
+     lambda g, t: torch_rngx.normal_like(t, 0.0, math.sqrt(2 / 8), generator=g)),
+]
+
+
+@pytest.mark.parametrize("name,call,ours", WRAPPED, ids=[w[0] for w in WRAPPED])
+def test_a_wrapped_nn_init_function_is_routed_eager_and_compiled(monkeypatch, name, call, ours):
+    _wrap(monkeypatch, name)
+    before = torch.get_rng_state()
+    for run in (call, torch.compile(call, fullgraph=True, backend="aot_eager")):
+        torch._dynamo.reset()
+        g = Generator(5)
+        with torch_rngx.mode(generator=g, uncovered="error"):
+            got = run(torch.empty(3, 5))
+        assert torch.equal(got, ours(Generator(5), torch.empty(3, 5)))
+        assert g.state[1] > 0
+    assert torch.equal(torch.get_rng_state(), before), "drew from torch's default generator"
+
+
+def test_a_transformers_model_builds_on_the_modes_stream():
+    """transformers 5 builds a model with torch.nn.init's names bound to its guards: under mode(uncovered="error") it
+    builds, each seed gives its own weights and the same seed the same, and torch's generator stays where it was."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=16)
+    before = torch.get_rng_state()
+    weights = []
+    for seed in (0, 0, 1):
+        with torch_rngx.mode(seed=seed, uncovered="error"):
+            model = transformers.BertModel(config)
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert torch.equal(torch.get_rng_state(), before), "drew from torch's default generator"
+    assert torch.equal(weights[0], weights[1]) and not torch.equal(weights[0], weights[2])
+
+
+# ---- torch's defaults, where torch.compile hands the mode the arguments as written ----
+
+@pytest.mark.parametrize("name", ["alpha_dropout", "feature_alpha_dropout"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), ()], ids=["3d", "0d"])
+def test_a_route_takes_torchs_defaults_compiled(name, shape):
+    """F.alpha_dropout(x) and F.feature_alpha_dropout(x) default to training=False: compiled under the mode they
+    return x, as eager does (the route's own default was True: compiled, it dropped, and a 0-d input failed to
+    compile)."""
+    f = getattr(TF, name)
+    x = torch.linspace(-1, 1, math.prod(shape)).view(shape)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: f(t), fullgraph=True, backend="inductor")
+    g = Generator(2)
+    with torch_rngx.mode(generator=g, uncovered="error"):
+        assert torch.equal(f(x), x) and torch.equal(compiled(x), x)
+    assert g.state[1] == 0, "training=False draws nothing"
+
+
+# ---- complex dtypes ----
+
+COMPLEX = [
+    ("rand", lambda d: torch.rand(3, 4, dtype=d), lambda g, d, r: torch_rngx.uniform_like(r, generator=g), False),
+    ("randn", lambda d: torch.randn(3, 4, dtype=d), lambda g, d, r: torch_rngx.normal_like(r, 0, 1 / math.sqrt(2), generator=g),
+     True),
+    ("rand_like", lambda d: torch.rand_like(torch.zeros(3, 4, dtype=d)),
+     lambda g, d, r: torch_rngx.uniform_like(r, generator=g), False),
+    ("randn_like", lambda d: torch.randn_like(torch.zeros(3, 4, dtype=d)),
+     lambda g, d, r: torch_rngx.normal_like(r, 0, 1 / math.sqrt(2), generator=g), True),
+    ("uniform_", lambda d: torch.zeros(3, 4, dtype=d).uniform_(-2, 3),
+     lambda g, d, r: torch_rngx.uniform_like(r, -2, 3, generator=g), False),
+    ("normal_", lambda d: torch.zeros(3, 4, dtype=d).normal_(1.0, 2.0),
+     lambda g, d, r: torch_rngx.normal_like(r, 1.0, 2.0 / math.sqrt(2), generator=g), True),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name,call,ours,normal", COMPLEX, ids=[c[0] for c in COMPLEX])
+def test_complex_draws_run_under_the_mode_as_torch_defines_them(name, call, ours, normal, dtype):
+    """torch.randn(2, dtype=torch.complex64) runs under the mode as without it: the real and imaginary parts drawn
+    on the real view, (re, im) one pair of the stream, each part N(mean, std^2 / 2) for a normal draw (torch's
+    rule), U[a, b) for a uniform one; eager and compiled alike, torch's generator untouched."""
+    real = torch.empty(3, 4, 2, dtype=torch.float32 if dtype == torch.complex64 else torch.float64)
+    before = torch.get_rng_state()
+    torch._dynamo.reset()
+    for run in (call, torch.compile(call, fullgraph=True, backend="aot_eager")):
+        with torch_rngx.mode(seed=4, uncovered="error"):
+            got = run(dtype)
+        assert got.dtype == dtype and got.shape == (3, 4)
+        assert torch.equal(torch.view_as_real(got), ours(Generator(4), dtype, real))
+    assert torch.equal(torch.get_rng_state(), before), "drew from torch's default generator"
+    if normal:  # torch's variance: E|z|^2 = std^2, split evenly between the parts
+        with torch_rngx.mode(seed=1):
+            z = torch.randn(200_000, dtype=dtype)
+        assert abs(float(z.abs().square().mean()) - 1.0) < 0.02
+        assert abs(float(z.real.var()) - 0.5) < 0.01 and abs(float(z.imag.var()) - 0.5) < 0.01
