@@ -284,7 +284,8 @@ inline void check_probabilities(const Tensor& like, const Tensor& p) {
 }
 
 // The job for `out`, reading `in` (if given), with its keys. The tensors and `keys` must outlive the job.
-inline rngx_job make_job(const KeyLayout& keys, rngx_dtype dtype, const Tensor& out, const Tensor* in) {
+inline rngx_job make_job(const KeyLayout& keys, rngx_dtype dtype, const Tensor& out, const Tensor* in,
+                         const Tensor* in2 = nullptr) {
   rngx_job job{};
   job.keys = keys.keys;
   job.dtype = dtype;
@@ -292,7 +293,19 @@ inline rngx_job make_job(const KeyLayout& keys, rngx_dtype dtype, const Tensor& 
   job.sizes = out.sizes().data();
   job.out = {out.mutable_data_ptr(), out.strides().data()};
   if (in != nullptr) job.in = {const_cast<void*>(in->const_data_ptr()), in->strides().data()};
+  if (in2 != nullptr) job.in2 = {const_cast<void*>(in2->const_data_ptr()), in2->strides().data()};
   return job;
+}
+
+// normal_tensor's mean and std: each like's shape (broadcast: strides may be 0), dtype and device.
+inline void check_mean_std(const Tensor& like, const Tensor& t, const char* name) {
+  STD_TORCH_CHECK(t.defined(), "rngx.normal_tensor: ", name, " must be a tensor, got None");
+  STD_TORCH_CHECK(t.scalar_type() == like.scalar_type(), "rngx.normal_tensor: ", name, " must have like's dtype");
+  STD_TORCH_CHECK(t.is_cpu() == like.is_cpu() && t.get_device_index() == like.get_device_index(),
+                  "rngx.normal_tensor: ", name, " must be on like's device");
+  bool same = t.dim() == like.dim();
+  for (int64_t d = 0; same && d < t.dim(); ++d) same = t.size(d) == like.size(d);
+  STD_TORCH_CHECK(same, "rngx.normal_tensor: ", name, " must have like's shape (broadcast it first)");
 }
 
 inline void check_dims(int64_t ndim) {

@@ -82,7 +82,7 @@ static PyObject *samplers(PyObject *self, PyObject *args) {
 static PyObject *kernel_words(PyObject *self, PyObject *args) {
   (void)self, (void)args;
   PyObject *out = PyDict_New();
-#define RNGX_PY_KERNEL(kernel, types, reads, words)                                                               \
+#define RNGX_PY_KERNEL(kernel, types, reads, words, form)                                                         \
   if (out != NULL) {                                                                                              \
     PyObject *w = RNGX_PY_KERNEL_WORDS_##types(words);                                                            \
     if (w == NULL || PyDict_SetItemString(out, #kernel, w) < 0) Py_CLEAR(out);                                    \

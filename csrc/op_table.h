@@ -40,7 +40,21 @@
   X(randint, like, DTYPE_INT, randint, (int64_t low, int64_t high), (low, high), "int low, int high",              \
     (2, 0x100000000, 4), ELEMENTS, FUSED)                                                                         \
   X(exponential, like, DTYPE_OPTIONAL, exponential, (double rate), (rate), "float rate", (1, 1, 1, 2), ELEMENTS,  \
-    NOT_FUSED)
+    NOT_FUSED)                                                                                                    \
+  RNGX_EDGE_SAMPLERS(X)
+
+// Issue 43's samplers, which torch_rngx.mode routes torch's calls to: alpha dropout with torch's affine in its
+// elements (dropout's words and mask), rrelu in training (uniform's words), and the closed forms over the uniform
+// and normal streams that Tensor.cauchy_, log_normal_ and geometric_ stand for.
+#define RNGX_EDGE_SAMPLERS(X)                                                                                      \
+  X(alpha_dropout, x, DTYPE_FIRST, alpha_dropout, (double p), (p), "float p", (1, 1, 1, 2), ELEMENTS, NOT_FUSED)  \
+  X(rrelu, x, DTYPE_FIRST, rrelu, (double lower, double upper), (lower, upper), "float lower, float upper",        \
+    (1, 1, 1, 2), ELEMENTS, NOT_FUSED)                                                                            \
+  X(cauchy, like, DTYPE_OPTIONAL, cauchy, (double median, double sigma), (median, sigma),                         \
+    "float median, float sigma", (1, 1, 1, 2), ELEMENTS, NOT_FUSED)                                               \
+  X(log_normal, like, DTYPE_OPTIONAL, log_normal, (double mean, double std), (mean, std), "float mean, float std", \
+    (1, 1, 1, 2), PAIRS, NOT_FUSED)                                                                               \
+  X(geometric, like, DTYPE_OPTIONAL, geometric, (double p), (p), "float p", (1, 1, 1, 2), ELEMENTS, NOT_FUSED)
 
 // DTYPE_INT's dtypes: X(ScalarType, name, bits, min, max), the values an output of it holds.
 #define RNGX_INT_DTYPES(X)                                                                                         \
@@ -58,20 +72,24 @@
   /* multinomial's race: weights (*R, C) float64 -> E / w of shape (*R, draws, C); each row needs `need` positive   \
      weights */                                                                                                    \
   X(race, "race(Tensor weights, Tensor state, int draws, int need) -> Tensor")                                     \
+  /* normal with tensor mean and std: like's shape (broadcast, stride 0 allowed) and dtype */                     \
+  X(normal_tensor, "normal_tensor(Tensor like, Tensor state, Tensor mean, Tensor std, " RNGX_VIEW ") -> Tensor")   \
   X(split, "split(Tensor state, int num) -> Tensor")                                                               \
   X(fold_in, "fold_in(Tensor state, Tensor data) -> Tensor")
 
 // Their elementwise kernels, generated as a sampler's (kernels/loops.c, kernels/ops_cuda.cu) from
-//   X(kernel, types, reads, words)
+//   X(kernel, types, reads, words, form)
 //   types   FLOATS (float16, bfloat16, float32, float64), INTS (8-, 16-, 32-, 64-bit integers) or F64 (float64)
-//   reads   1: the kernel reads its input per element, in out's dtype (bernoulli_tensor's p; race's float64
-//           weights, stride 0 across draws)
+//   reads   the inputs the kernel reads per element, in out's dtype: 1, `in` (bernoulli_tensor's p; race's float64
+//           weights, stride 0 across draws), or 2, `in` and `in2` (normal_tensor's mean and std)
 //   words   stream words per element, by `types` in that order
+//   form    ELEMENTS or PAIRS, as a sampler's
 // bits' words by width are also blocks_used's without an op.
 #define RNGX_DEVICE_KERNELS(X)                                                                                     \
-  X(bits, INTS, 0, (1, 1, 1, 2))                                                                                   \
-  X(bernoulli_tensor, FLOATS, 1, (1, 1, 1, 2))                                                                     \
-  X(race, F64, 1, (2))
+  X(bits, INTS, 0, (1, 1, 1, 2), ELEMENTS)                                                                         \
+  X(bernoulli_tensor, FLOATS, 1, (1, 1, 1, 2), ELEMENTS)                                                           \
+  X(race, F64, 1, (2), ELEMENTS)                                                                                   \
+  X(normal_tensor, FLOATS, 2, (1, 1, 1, 2), PAIRS)
 
 // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place, under the one lock
 // of every state's step (library.cpp). One kernel for every device. take_ is the step graphs record: it consults the

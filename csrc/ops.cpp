@@ -37,9 +37,9 @@ void run_parallel(const Tensor& out, const Kernel& kernel) {
 // kernel over torch's intra-op pool.
 template <class Kernel>
 Tensor fill(Tensor out, const Tensor& state, rngx_dtype dt, const Tensor* in, const GlobalArg& global_shape,
-            const GlobalArg& global_start, const Kernel& kernel) {
+            const GlobalArg& global_start, const Kernel& kernel, const Tensor* in2 = nullptr) {
   const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, in);
+  const rngx_job job = make_job(keys, dt, out, in, in2);
   run_parallel(out, [&](int64_t b, int64_t e) { kernel(&job, b, e); });
   return out;
 }
@@ -97,10 +97,10 @@ Tensor fill_from(Tensor& state, Tensor out, rngx_dtype dt, int words, const Tens
 RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
 #undef RNGX_CPU_SAMPLER
 
-// p's values must lie in [0, 1] (NaN too is refused): read once on the CPU before any draw, each stored value
-// once (broadcast dims, stride 0, are read at index 0 only).
-template <class T, class ToFloat>
-bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
+// Whether every value of p passes `ok` (p's values as floats): read once on the CPU before any draw, each stored
+// value once (broadcast dims, stride 0, are read at index 0 only).
+template <class T, class ToFloat, class Ok>
+bool all_values(const Tensor& p, ToFloat to_float, Ok ok) {
   std::vector<int64_t> size, stride;
   for (int64_t d = 0; d < p.dim(); ++d) {
     if (p.size(d) == 0) return true;
@@ -109,8 +109,7 @@ bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
   const T* v = static_cast<const T*>(p.const_data_ptr());
   std::vector<int64_t> idx(size.size(), 0);
   for (int64_t at = 0;;) {
-    const double x = to_float(v[at]);
-    if (!(x >= 0 && x <= 1)) return false;
+    if (!ok(static_cast<double>(to_float(v[at])))) return false;
     int64_t d = static_cast<int64_t>(size.size()) - 1;
     for (; d >= 0; --d) {  // odometer: the next element, in memory offsets
       at += stride[d];
@@ -122,21 +121,40 @@ bool probabilities_in_range(const Tensor& p, ToFloat to_float) {
   }
 }
 
+// Whether every value of a float tensor of dtype dt passes `ok`.
+template <class Ok>
+bool values_pass(const Tensor& t, rngx_dtype dt, Ok ok) {
+  switch (dt) {
+    case RNGX_FLOAT16: return all_values<uint16_t>(t, [](uint16_t h) { return rngx_f16_to_f32(h); }, ok);
+    case RNGX_BFLOAT16: return all_values<uint16_t>(t, [](uint16_t h) { return rngx_bf16_to_f32(h); }, ok);
+    case RNGX_FLOAT32: return all_values<float>(t, [](float f) { return f; }, ok);
+    default: return all_values<double>(t, [](double d) { return d; }, ok);
+  }
+}
+
 Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_shape, GlobalArg global_start) {
   check_cpu_state(state);
   check_input(like, "like");
   const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
   check_probabilities(like, p);
-  bool ok = true;
-  switch (dt) {
-    case RNGX_FLOAT16: ok = probabilities_in_range<uint16_t>(p, [](uint16_t h) { return rngx_f16_to_f32(h); }); break;
-    case RNGX_BFLOAT16: ok = probabilities_in_range<uint16_t>(p, [](uint16_t h) { return rngx_bf16_to_f32(h); }); break;
-    case RNGX_FLOAT32: ok = probabilities_in_range<float>(p, [](float f) { return f; }); break;
-    default: ok = probabilities_in_range<double>(p, [](double d) { return d; }); break;
-  }
-  STD_TORCH_CHECK(ok, "rngx.bernoulli: every p must be in [0, 1]");
+  STD_TORCH_CHECK(values_pass(p, dt, [](double x) { return x >= 0 && x <= 1; }),
+                  "rngx.bernoulli: every p must be in [0, 1]");
   return fill(empty_like(like, std::nullopt), state, dt, &p, global_shape, global_start,
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bernoulli_tensor(job, begin, end); });
+}
+
+// std's values must be >= 0 (NaN too is refused), as torch.normal requires; mean's are not checked (torch does not).
+Tensor normal_tensor(Tensor like, Tensor state, Tensor mean, Tensor std, GlobalArg global_shape,
+                     GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  check_mean_std(like, mean, "mean");
+  check_mean_std(like, std, "std");
+  STD_TORCH_CHECK(values_pass(std, dt, [](double x) { return x >= 0; }), "rngx.normal_tensor: every std must be >= 0");
+  return fill(
+      empty_like(like, std::nullopt), state, dt, &mean, global_shape, global_start,
+      [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_normal_tensor(job, begin, end); }, &std);
 }
 
 // Every weight finite and >= 0, and at least `need` of each row's positive: torch.multinomial's value checks,

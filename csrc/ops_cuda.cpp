@@ -60,12 +60,12 @@ void check_launch(int err, const char* op) {
 template <class Launch>
 Tensor sample_on(const Tensor& like, std::optional<ScalarType> dtype, const Tensor& state, rngx_dtype dt,
                  const Tensor* in, const GlobalArg& global_shape, const GlobalArg& global_start, const char* op,
-                 const Launch& launch) {
+                 const Launch& launch, const Tensor* in2 = nullptr) {
   const int32_t dev = like.get_device_index();
   torch::stable::accelerator::DeviceGuard guard(dev);
   Tensor out = empty_like(like, dtype);
   const KeyLayout keys = keys_for(state, out, global_shape, global_start);
-  const rngx_job job = make_job(keys, dt, out, in);
+  const rngx_job job = make_job(keys, dt, out, in, in2);
   check_launch(launch(&job, current_stream(dev)), op);
   return out;
 }
@@ -108,6 +108,18 @@ Tensor bernoulli_tensor(Tensor like, Tensor state, Tensor p, GlobalArg global_sh
   check_probabilities(like, p);
   return sample_on(like, std::nullopt, state, dt, &p, global_shape, global_start, "rngx.bernoulli",
                    [&](const rngx_job* job, void* stream) { return rngx_cuda_bernoulli_tensor(job, stream); });
+}
+
+// std's values are not read on the host here (that would synchronize): a negative std scales as it is.
+Tensor normal_tensor(Tensor like, Tensor state, Tensor mean, Tensor std, GlobalArg global_shape,
+                     GlobalArg global_start) {
+  check_cuda_state(state, like, "like");
+  const rngx_dtype dt = float_dtype(like.scalar_type(), "like");
+  check_mean_std(like, mean, "mean");
+  check_mean_std(like, std, "std");
+  return sample_on(
+      like, std::nullopt, state, dt, &mean, global_shape, global_start, "rngx.normal_tensor",
+      [&](const rngx_job* job, void* stream) { return rngx_cuda_normal_tensor(job, stream); }, &std);
 }
 
 // The weights' values are not read on the host here (that would synchronize): a zero, negative or NaN weight

@@ -2,7 +2,7 @@
 op alike (compiled and exported against eager, thread counts, Philox paths, layouts, global views) name each op once,
 here. Every spec of torch_rngx._spec.SPECS, every composite of COMPOSITE_WORDS and the raw bits have a row under
 their own name; test_ops_table.py fails when one is missing. Extra rows cover the ways one spec draws differently:
-randint's 4-word int64, a dtype override, the channel and alpha forms of dropout.
+randint's 4-word int64, a dtype override, the channel forms of dropout and alpha dropout.
 
 A row's `draw(x, key, **view)` is the stateless call; `stateful(x, generator, **view)` the stateful function that
 makes the same draw from a Generator's stream (None where the op has none). `x` gives the shape, dtype and layout
@@ -53,14 +53,14 @@ ROWS = {
                           lambda x, g, **v: torch_rngx.quantize(x, generator=g, **v), differentiable=True),
     "dropout": Row("dropout", lambda x, k, **v: F.dropout(x, k, 0.3, **v),
                    lambda x, g, **v: torch_rngx.dropout(x, 0.3, generator=g, **v), differentiable=True),
-    "alpha_dropout": Row("dropout", lambda x, k, **v: F.alpha_dropout(x, k, 0.3, **v),
+    "alpha_dropout": Row("alpha_dropout", lambda x, k, **v: F.alpha_dropout(x, k, 0.3, **v),
                          lambda x, g, **v: torch_rngx.alpha_dropout(x, 0.3, True, generator=g, **v),
-                         differentiable=True, composite=True),
+                         differentiable=True),
     "feature_dropout": Row("dropout", lambda x, k, **v: F.feature_dropout(x, k, 0.4, **v),
                            lambda x, g, **v: torch_rngx.dropout1d(x, 0.4, generator=g, **v) if x.dim() in (2, 3)
                            else torch_rngx.dropout2d(x, 0.4, generator=g, **v), differentiable=True, channels=True,
                            composite=True),
-    "feature_alpha_dropout": Row("dropout", lambda x, k, **v: F.feature_alpha_dropout(x, k, 0.4, **v),
+    "feature_alpha_dropout": Row("alpha_dropout", lambda x, k, **v: F.feature_alpha_dropout(x, k, 0.4, **v),
                                  lambda x, g, **v: torch_rngx.feature_alpha_dropout(x, 0.4, True, generator=g, **v),
                                  differentiable=True, channels=True, composite=True),
     "normal": Row("normal", lambda x, k, **v: F.normal(x, k, 0.5, 2.0, **v),
@@ -81,6 +81,18 @@ ROWS = {
                         lambda x, g, **v: torch_rngx.randint_like(x, -2**40, 2**41, generator=g, dtype=torch.int64, **v)),
     "exponential": Row("exponential", lambda x, k, **v: F.exponential(x, k, 1.5, **v),
                        lambda x, g, **v: torch_rngx.exponential_like(x, 1.5, generator=g, **v)),
+    # issue 43's: normal with tensor mean and std (from x's values), rrelu, cauchy, log_normal, geometric
+    # mean and std exact functions of x's values (a block of x gives the block of each)
+    "normal_tensor": Row("normal_tensor", lambda x, k, **v: F.normal(x, k, x.detach(), x.detach().abs(), **v),
+                         lambda x, g, **v: torch_rngx.normal_like(x, x.detach(), x.detach().abs(), generator=g, **v)),
+    "rrelu": Row("rrelu", lambda x, k, **v: F.rrelu(x, k, 0.125, 1 / 3, **v),
+                 lambda x, g, **v: torch_rngx.rrelu(x, 0.125, 1 / 3, True, generator=g, **v), differentiable=True),
+    "cauchy": Row("cauchy", lambda x, k, **v: F.cauchy(x, k, 0.5, 2.0, **v),
+                  lambda x, g, **v: torch_rngx.cauchy_like(x, 0.5, 2.0, generator=g, **v)),
+    "log_normal": Row("log_normal", lambda x, k, **v: F.log_normal(x, k, 0.25, 1.5, **v),
+                      lambda x, g, **v: torch_rngx.log_normal_like(x, 0.25, 1.5, generator=g, **v)),
+    "geometric": Row("geometric", lambda x, k, **v: F.geometric(x, k, 0.3, **v),
+                     lambda x, g, **v: torch_rngx.geometric_like(x, 0.3, generator=g, **v)),
     # Not elementwise: no global view, and x gives only a size (randperm) or the weights (multinomial).
     "randperm": Row("randperm", lambda x, k: F.randperm(x.numel(), k),
                     lambda x, g: torch_rngx.randperm(x.numel(), generator=g), view=False, composite=True),

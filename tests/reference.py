@@ -521,3 +521,119 @@ def randperm_ref(n, state):
     w = element_words((n,), state, 2)
     keys = ((w[:, 0] << _32) | w[:, 1]).view(np.int64)
     return np.argsort(keys, kind="stable")
+
+
+# ---- issue 43's ops (docs/stream.md): normal with tensor mean and std, alpha dropout, rrelu, cauchy, log_normal,
+# geometric ----
+
+
+def _to_dtype(v, dtype):
+    """Computed float32 values rounded to a 16-bit dtype and widened back (float32 and float64 unchanged)."""
+    if dtype in ("float32", "float64"):
+        return v
+    bits = round_to_bits(v, dtype).astype(np.uint32)
+    if dtype == "float16":
+        return bits.astype(np.uint16).view(np.float16).astype(np.float32)
+    return (bits << np.uint32(16)).view(np.float32)
+
+
+def normal_tensor_ref(shape, state, dtype, mean, std):
+    """normal(0, 1)'s value v, then v * std and + mean, each rounded to the dtype (float32 arithmetic below float64);
+    mean and std arrays of `shape`, their values in the dtype."""
+    ct = np.float64 if dtype == "float64" else np.float32
+    z = normal_z(shape, state, dtype)
+    m, s = (np.broadcast_to(np.asarray(a, dtype=ct), shape).reshape(-1) for a in (mean, std))
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = _to_dtype(z.astype(ct) * ct(1) + ct(0), dtype)
+        return round_to_bits(_to_dtype(v * s, dtype) + m, dtype)
+
+
+SELU_ALPHA = 1.7580993408473766
+
+
+def alpha_dropout_ref(x, state, dtype, p):
+    """keep = dropout's mask (u >= p); out = x * (keep * a) + ((keep - 1) * b1 + b2), a = ((alpha^2 p + 1)(1 - p))^-1/2,
+    b1 = alpha a, b2 = b1 p; below float64 in float32 with a and b1 in float32, b2 in the dtype, every product and sum
+    rounded to the dtype. p = 1: a = b1 = 0, b2 = -0."""
+    x = np.asarray(x)
+    keep = dropout_mask_ref(x.shape, state, dtype, p)
+    a = 0.0 if p == 1 else 1.0 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
+    b1 = SELU_ALPHA * a
+    b2 = -0.0 if p == 1 else b1 * p
+    ct = np.float64 if dtype == "float64" else np.float32
+    k = keep.astype(ct)
+    b2 = ct(b2) if dtype in ("float32", "float64") else _to_dtype(np.array([b2], dtype=np.float32), dtype)[0]
+    r = lambda v: _to_dtype(v, dtype)  # noqa: E731
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = r(r((k - ct(1)) * ct(b1)) + b2)
+        return round_to_bits(r(x.reshape(-1).astype(ct) * r(k * ct(a))) + b, dtype)
+
+
+def rrelu_ref(x, state, dtype, lower, upper):
+    """x where x > 0, else x * r rounded to the dtype, r = uniform(lower, upper)'s value with the same words."""
+    x = np.asarray(x)
+    ct = np.float64 if dtype == "float64" else np.float32
+    bits = uniform_from_words(element_words(x.shape, state, _k(dtype)), dtype, lower, upper)
+    if dtype == "float64":
+        r = bits.view(np.float64)
+    elif dtype == "float32":
+        r = bits.view(np.float32)
+    else:
+        r = _to_dtype_bits(bits, dtype)
+    xv = x.reshape(-1).astype(ct)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(xv > 0, round_to_bits(xv, dtype), round_to_bits(xv * r, dtype))
+
+
+def _to_dtype_bits(bits, dtype):
+    """16-bit patterns as float32 values."""
+    if dtype == "float16":
+        return bits.astype(np.uint16).view(np.float16).astype(np.float32)
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def cauchy_ref(shape, state, dtype, median, sigma):
+    """median + sigma * cos/sin of the angle 2 pi t / 2^b: t = 2 w + 1, b = 33 (the short series) below float64;
+    t = 2 m + 1, m = ((w0 & 0xFFFFF) << 32) | w1, b = 53 (the full one) for float64. Scaled as normal's."""
+    w = element_words(shape, state, _k(dtype))
+    if dtype == "float64":
+        m = ((w[:, 0] & np.uint64(0xFFFFF)) << _32) | w[:, 1]
+        c, s = polar_ref(1.0, m * np.uint64(2) + np.uint64(1), 53, True)
+        return round_to_bits(c / s * sigma + median, dtype)
+    c, s = polar_ref(1.0, w[:, 0] * np.uint64(2) + np.uint64(1), 33, False)
+    with np.errstate(over="ignore"):
+        return round_to_bits((c / s).astype(np.float32) * np.float32(sigma) + np.float32(median), dtype)
+
+
+INV_LN2 = 1.44269504088896338700
+
+
+def exp_ref(y):
+    """e^y: y clamped to [-746, 710], k = y / ln 2 rounded to nearest even, r = (y - k LN2_HI) - k LN2_LO, e^r =
+    1 + (r + r^2 q) with q the Taylor series from 1/2! to 1/13! nested from 1/13!, times 2^floor(k / 2) and then
+    2^(k - floor(k / 2))."""
+    y = np.clip(np.asarray(y, dtype=np.float64), -746.0, 710.0)
+    kd = (y * INV_LN2 + 1.5 * 2.0**52) - 1.5 * 2.0**52
+    r = (y - kd * LN2_HI) - kd * LN2_LO
+    e = 1.0 + (r + (r * r) * _horner(r, [1.0 / math.factorial(n) for n in range(13, 1, -1)]))
+    k = kd.astype(np.int64)
+    k1 = k >> 1
+    with np.errstate(over="ignore"):
+        return e * np.power(2.0, k1.astype(np.float64)) * np.power(2.0, (k - k1).astype(np.float64))
+
+
+def log_normal_ref(shape, state, dtype, mean, std):
+    """exp(z * std + mean) in double (z normal's pair value), rounded once to the dtype (through float32)."""
+    v = exp_ref(normal_z(shape, state, dtype) * std + mean)
+    with np.errstate(over="ignore"):
+        return round_to_bits(v if dtype == "float64" else v.astype(np.float32), dtype)
+
+
+def geometric_ref(shape, state, dtype, p):
+    """ceil(E / lambda), E exponential's, lambda = p * ln(1 - p) / ((1 - p) - 1) (p where 1 - p rounds to 1), in double,
+    rounded to the dtype (through float32)."""
+    u = 1.0 - p
+    lam = p if u == 1.0 else p * float(log_ref(np.array([u]), True)[0]) / (u - 1.0)
+    v = np.ceil(exponential_e(element_words(shape, state, _k(dtype)), dtype) / lam)
+    with np.errstate(over="ignore"):
+        return round_to_bits(v if dtype == "float64" else v.astype(np.float32), dtype)

@@ -47,11 +47,11 @@ CASES = [
     ("randint_like", lambda x: torch.randint_like(x, 2, 10),
      lambda g, x: torch_rngx.randint_like(x, 2, 10, generator=g)),
     ("normal_tensor_tensor", lambda x: torch.normal(x, x.abs()),
-     lambda g, x: torch_rngx.randn_like(x, generator=g) * x.abs() + x),
+     lambda g, x: torch_rngx.normal_like(x, x, x.abs(), generator=g)),
     ("normal_tensor_float", lambda x: torch.normal(x, 2.0),
-     lambda g, x: torch_rngx.randn_like(x, generator=g) * 2.0 + x),
+     lambda g, x: torch_rngx.normal_like(x, x, 2.0, generator=g)),
     ("normal_float_tensor", lambda x: torch.normal(1.0, x.abs()),
-     lambda g, x: torch_rngx.randn_like(x, generator=g) * x.abs() + 1.0),
+     lambda g, x: torch_rngx.normal_like(x, 1.0, x.abs(), generator=g)),
     ("normal_float_float", lambda x: torch.normal(1.0, 2.0, (3, 5)),
      lambda g, x: torch_rngx.normal_like(torch.empty(3, 5), 1.0, 2.0, generator=g)),
     ("bernoulli_tensor", lambda x: torch.bernoulli(x.sigmoid()),
@@ -66,6 +66,14 @@ CASES = [
      lambda g, x: torch_rngx.randint_like(x, 2, 9, dtype=torch.int32, generator=g)),
     ("exponential_", lambda x: torch.empty_like(x).exponential_(2.0),
      lambda g, x: torch_rngx.exponential_like(x, 2.0, generator=g)),
+    ("cauchy_", lambda x: torch.empty_like(x).cauchy_(0.5, 2.0), lambda g, x: torch_rngx.cauchy_like(x, 0.5, 2.0, generator=g)),
+    ("log_normal_", lambda x: torch.empty_like(x).log_normal_(0.25, 0.5),
+     lambda g, x: torch_rngx.log_normal_like(x, 0.25, 0.5, generator=g)),
+    ("geometric_", lambda x: torch.empty_like(x).geometric_(0.3), lambda g, x: torch_rngx.geometric_like(x, 0.3, generator=g)),
+    ("geometric_int", lambda x: torch.empty(3, 5, dtype=torch.int32).geometric_(0.3),
+     lambda g, x: torch_rngx.geometric_like(x, 0.3, dtype=torch.float64, generator=g).int()),
+    ("rrelu", lambda x: TF.rrelu(x, training=True), lambda g, x: torch_rngx.rrelu(x, training=True, generator=g)),
+    ("nn.RReLU", lambda x: torch.nn.RReLU(0.1, 0.4)(x), lambda g, x: torch_rngx.rrelu(x, 0.1, 0.4, True, generator=g)),
     ("randperm", lambda x: torch.randperm(20), lambda g, x: torch_rngx.randperm(20, generator=g)),
     ("multinomial", lambda x: torch.multinomial(x.softmax(1), 3),
      lambda g, x: torch_rngx.multinomial(x.softmax(1), 3, generator=g)),
@@ -226,25 +234,25 @@ def test_flow_matching_step_compiled_equals_eager():
 
 
 def test_uncovered_warns_once_naming_the_function_raises_or_stays_quiet():
-    torch_rngx._mode._warned.discard("torch.Tensor.cauchy_")
+    torch_rngx._mode._warned.discard("torch.poisson")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with torch_rngx.mode(seed=1):
-            torch.empty(3).cauchy_()
-            torch.empty(3).cauchy_()
-            TF.rrelu(x35, training=False)  # draws nothing: no warning
+            torch.poisson(torch.ones(3))
+            torch.poisson(torch.ones(3))
+            torch.dropout(x35, 0.5, False)  # draws nothing: no warning
     ours = [w for w in caught if issubclass(w.category, torch_rngx.UncoveredRandomWarning)]
-    assert len(ours) == 1 and "torch.Tensor.cauchy_" in str(ours[0].message)
-    for call, name in ((lambda: torch.poisson(torch.ones(3)), "torch.poisson"),
-                       (lambda: TF.rrelu(x35, training=True), "rrelu"),
-                       (lambda: torch.empty(3).log_normal_(), "log_normal_"),
+    assert len(ours) == 1 and "torch.poisson" in str(ours[0].message)
+    for call, name in ((lambda: torch.binomial(torch.ones(3), torch.full((3,), 0.5)), "torch.binomial"),
+                       (lambda: torch._standard_gamma(torch.ones(3)), "_standard_gamma"),
+                       (lambda: torch.empty(3).cauchy_(generator=torch.Generator()), "cauchy_"),
                        (lambda: torch.rand(3, generator=torch.Generator()), "torch.rand")):
         with pytest.raises(RuntimeError, match=name), torch_rngx.mode(seed=1, uncovered="error"):
             call()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with torch_rngx.mode(seed=1, uncovered="ignore"):
-            torch.empty(3).geometric_(0.5)
+            torch.poisson(torch.ones(3))
 
 
 EXPLICIT = [("torch.rand", lambda g: torch.rand(4, generator=g)),

@@ -84,7 +84,7 @@ def test_every_sampler_is_in_the_table():
 
 # What each sampler is under the mode: "routed" (every draw on our stream) or the torch call it is reported by.
 REPORTED = {
-    "Beta": "_sample_dirichlet", "Binomial": "binomial", "Cauchy": "Tensor.cauchy_", "HalfCauchy": "Tensor.cauchy_", "Chi2": "_standard_gamma", "Dirichlet": "_sample_dirichlet",
+    "Beta": "_sample_dirichlet", "Binomial": "binomial", "Chi2": "_standard_gamma", "Dirichlet": "_sample_dirichlet",
     "FisherSnedecor": "_standard_gamma", "Gamma": "_standard_gamma", "InverseGamma": "_standard_gamma",
     "LKJCholesky": "_sample_dirichlet", "NegativeBinomial": "_standard_gamma", "Poisson": "poisson",
     "StudentT": "_standard_gamma", "Wishart": "_standard_gamma",

@@ -118,3 +118,60 @@ def test_complex_draws_run_under_the_mode_as_torch_defines_them(name, call, ours
             z = torch.randn(200_000, dtype=dtype)
         assert abs(float(z.abs().square().mean()) - 1.0) < 0.02
         assert abs(float(z.real.var()) - 0.5) < 0.01 and abs(float(z.imag.var()) - 0.5) < 0.01
+
+
+# ---- routed calls whose arithmetic is in our kernels: compiled with Inductor == eager, in every dtype ----
+
+x5 = torch.linspace(-3, 3, 2 * 3 * 4 * 3 * 5).view(2, 3, 4, 3, 5)
+# (name, call(x, s)): s = |x| + 0.1, made outside the compiled function (Inductor's own arithmetic on the inputs
+# is not ours: it rounds x.abs() + 0.1 otherwise than eager in float16)
+IN_KERNELS = [
+    ("normal_tensor_tensor", lambda x, s: torch.normal(x, s)),
+    ("normal_float_tensor", lambda x, s: torch.normal(2.0, s)),
+    ("normal_tensor_float", lambda x, s: torch.normal(x, 0.3)),
+    ("alpha_dropout", lambda x, s: TF.alpha_dropout(x, 0.3, True)),
+    ("feature_alpha_dropout", lambda x, s: TF.feature_alpha_dropout(x, 0.3, True)),
+    ("feature_alpha_dropout_channels_last", lambda x, s: TF.feature_alpha_dropout(
+        x.contiguous(memory_format=torch.channels_last_3d), 0.3, True)),
+    ("rrelu", lambda x, s: TF.rrelu(x, 0.1, 0.4, training=True)),
+    ("rrelu_", lambda x, s: TF.rrelu_(x.clone(), training=True)),
+    ("cauchy_", lambda x, s: torch.empty_like(x).cauchy_(0.5, 2.0)),
+    ("log_normal_", lambda x, s: torch.empty_like(x).log_normal_(0.25, 0.5)),
+    ("geometric_", lambda x, s: torch.empty_like(x).geometric_(0.3)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name,call", IN_KERNELS, ids=[c[0] for c in IN_KERNELS])
+def test_routed_arithmetic_is_ours_compiled_with_inductor_as_eager(name, call, dtype):
+    """torch.normal with tensor arguments, alpha and feature alpha dropout (5-D), rrelu in training, cauchy_,
+    log_normal_ and geometric_ under the mode: one op of ours each, so Inductor gives eager's bits in every dtype and
+    layout (it fused normal's mean + std * z and alpha dropout's affine into its own roundings in bfloat16), the
+    stream advanced alike, torch's generator untouched, nothing reported."""
+    x = x5.to(dtype)
+    s = x.abs() + 0.1
+    torch._dynamo.reset()
+    compiled = torch.compile(call, fullgraph=True, backend="inductor")
+    before = torch.get_rng_state()
+    g_eager, g_compiled = Generator(8), Generator(8)
+    for _ in range(2):
+        with torch_rngx.mode(generator=g_eager, uncovered="error"):
+            want = call(x, s)
+        with torch_rngx.mode(generator=g_compiled, uncovered="error"):
+            got = compiled(x, s)
+        assert got.dtype == want.dtype and torch.equal(got, want), (got.double() - want.double()).abs().max()
+    assert torch.equal(g_eager.state, g_compiled.state) and g_eager.state[1] > 0
+    assert torch.equal(torch.get_rng_state(), before), "drew from torch's default generator"
+
+
+def test_routed_normal_with_tensors_is_torchs_arithmetic_in_one_op():
+    """torch.normal(mean, std) under the mode is normal(0, 1) * std + mean with torch's roundings (the values the
+    composite route gave), in the first tensor's dtype as torch's; a float beside a tensor is taken in that dtype."""
+    m, s = x5.to(torch.bfloat16), (x5.abs() + 0.1).to(torch.bfloat16)
+    g = Generator(2)
+    with torch_rngx.mode(generator=Generator(2)):
+        got = torch.normal(m, s)
+    assert torch.equal(got, torch_rngx.randn_like(m, generator=g) * s + m)
+    with torch_rngx.mode(seed=1):
+        assert torch.normal(m, s.double()).dtype == torch.bfloat16  # torch's rule: mean's dtype
+        assert torch.normal(1.0, s).dtype == torch.bfloat16

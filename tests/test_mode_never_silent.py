@@ -298,10 +298,11 @@ def test_a_graph_broken_sampler_compiled_draws_eagers_values():
 # ---- 5. reports compile under fullgraph=True ----
 
 UNCOVERED = {
-    "cauchy_": (lambda x: x.clone().cauchy_(), "torch.Tensor.cauchy_"),
-    "log_normal_": (lambda x: x.clone().log_normal_(), "torch.Tensor.log_normal_"),
+    "binomial": (lambda x: torch.binomial(torch.full_like(x, 5.0), x.sigmoid()), "torch.binomial"),
+    "_standard_gamma": (lambda x: torch._standard_gamma(x.abs() + 1), "torch._standard_gamma"),
     "Poisson.sample": (lambda x: torch.distributions.Poisson(x.abs() + 1).sample(), "torch.poisson"),
-    "rrelu": (lambda x: TF.rrelu(x, training=True), "torch.rrelu"),
+    "rrelu_with_noise": (lambda x: torch._C._nn.rrelu_with_noise(x, torch.empty_like(x), 0.1, 0.3, True),
+                         "rrelu_with_noise"),
 }
 
 

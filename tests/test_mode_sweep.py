@@ -199,6 +199,7 @@ def test_the_sweep_covers_torchs_random_functions():
     assert not {name: kind for name, kind in kinds.items() if kind not in ("route", "through", "random")}
     routed = {name for name, kind in kinds.items() if kind == "route"}
     reported = {name for name, kind in kinds.items() if kind == "random"}
-    assert {"torch.rand", "torch.Tensor.random_", "torch.nn.functional.dropout", "torch.lstm"} <= routed
-    assert {"torch._standard_gamma", "torch.poisson", "torch.Tensor.cauchy_",
+    assert {"torch.rand", "torch.Tensor.random_", "torch.nn.functional.dropout", "torch.lstm", "torch.Tensor.cauchy_",
+            "torch.Tensor.log_normal_", "torch.Tensor.geometric_", "torch.rrelu", "torch.rrelu_"} <= routed
+    assert {"torch._standard_gamma", "torch.poisson", "torch.binomial",
             "torch._scaled_dot_product_flash_attention"} <= reported

@@ -328,6 +328,34 @@ def test_the_scan_finds_each_kind_of_private_use():
     assert sorted(line for line, _ in private_torch_uses(source, {"_report"})) == [1, 2, 3, 4, 4, 5, 6]
 
 
+def test_graph_helpers_read_what_torch_compile_captured():
+    """The mode's check of each captured graph (_mode._check_graph) reads Dynamo's graph through these: the modes
+    active when tracing began, its fake mode, the fake mode of a node's example arguments; it leaves higher-order ops
+    to their subgraphs and names Dynamo's NumPy wrappers by what they wrap; before_backends installed its hook."""
+    import numpy as np
+
+    got = {}
+
+    def probe(ctx):
+        out = _torch.traced_output(ctx)
+        got["modes"], got["fake"] = _torch.entry_function_modes(out), _torch.graph_fake_mode(out)
+
+    def f(x):
+        _torch.comptime(probe)
+        return x + 1
+
+    torch._dynamo.reset()
+    mode = torch_rngx.mode(seed=0)
+    with mode:
+        torch.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+    assert mode in got["modes"] and got["fake"] is not None
+    fake = got["fake"].from_tensor(torch.ones(2))
+    assert _torch.fake_mode_of(([fake], {"k": 1})) is got["fake"] and _torch.fake_mode_of((torch.ones(2),)) is None
+    assert isinstance(torch.ops.higher_order.cond, _torch.HigherOrderOperator)
+    assert isinstance(torch._dynamo.utils.numpy_to_tensor_wrapper(np.sin), _torch.NumpyWrapper)
+    assert torch._dynamo.output_graph.OutputGraph.call_user_compiler._rngx_hook is torch_rngx._mode._check_graph
+
+
 def test_no_other_module_touches_a_private_torch_name():
     ours = _ours()
     found = [f"{path.name}:{line}: {what}" for path in sorted(PACKAGE.glob("*.py")) if path.name != "_torch.py"

@@ -61,7 +61,7 @@ def sampler_cases():
                 continue
 
             def draw(n, key, spec=spec, dtype=dtype):
-                x = torch.ones(n, dtype=dtype)
+                x = -torch.ones(n, dtype=dtype)  # negative: rrelu draws a slope for each (and every other op too)
                 return spec.kernel(x, key, *params_for(spec, x))
 
             yield f"{spec.name}-{dtype}", spec, dtype, None, draw

@@ -659,3 +659,100 @@ def weights(probs, need):
             else f"input has a row with fewer than num_samples = {need} positive weights: sampling without "
             f"replacement needs that many"
         )
+
+
+# ---- issue 43's samplers: cauchy, log_normal, geometric, rrelu, and normal with tensor mean and std ----
+
+
+def _positive(v, name):
+    v = real(v, name)
+    if not v > 0:
+        raise ValueError(f"{name} must be > 0, got {v}")
+    return v
+
+
+def like_median_sigma(like, key, median, sigma, dtype, global_shape=None, global_start=None, name="like"):
+    """cauchy: median finite, sigma finite and > 0, both finite in the compute type (float32 for <= 32-bit types)."""
+    out, view = float_like(like, key, dtype, global_shape, global_start, name)
+    median, sigma = real(median, "median"), _positive(sigma, "sigma")
+    if not (_finite_in(median, out) and _finite_in(sigma, out)):
+        raise ValueError(f"median and sigma must be finite in the compute type of {out}, got {median} and {sigma}")
+    return median, sigma, dtype, *view
+
+
+def like_log_normal(like, key, mean, std, dtype, global_shape=None, global_start=None, name="like"):
+    """log_normal: mean finite, std finite and > 0 (the values are computed in double for every dtype)."""
+    _, view = float_like(like, key, dtype, global_shape, global_start, name)
+    return real(mean, "mean"), _positive(std, "std"), dtype, *view
+
+
+def like_open_p(like, key, p, dtype, global_shape=None, global_start=None, name="like"):
+    """geometric: a probability of success p in (0, 1), as torch's geometric_."""
+    _, view = float_like(like, key, dtype, global_shape, global_start, name)
+    p = real(p, "p")
+    if not 0 < p < 1:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    return p, dtype, *view
+
+
+def x_lower_upper(x, key, lower, upper, global_shape=None, global_start=None, name="x"):
+    """rrelu: lower <= upper, the bounds of uniform(lower, upper) in x's dtype (finite there, as uniform's)."""
+    view = float_x(x, key, global_shape, global_start, name)
+    lower, upper = real(lower, "lower"), real(upper, "upper")
+    if lower > upper:
+        raise ValueError(f"lower must be <= upper, got lower={lower}, upper={upper}")
+    if not torch.compiler.is_compiling() and not (
+        _isfinite(upper - lower) and (x.dtype == torch.float64 or _finite_bounds(lower, upper, x.dtype))
+    ):
+        raise ValueError(f"lower, upper and upper - lower must be finite in {x.dtype}, got {lower} and {upper}")
+    return lower, upper, *view
+
+
+def like_mean_std_tensors(like, key, mean, std, global_shape=None, global_start=None, name="like"):
+    """normal_tensor: mean and std real tensors broadcastable to like's shape (a float like), returned cast to like's
+    dtype and expanded to its shape (the kernel reads them in place, stride-0 dims and all); then the view."""
+    _, view = float_like(like, key, None, global_shape, global_start, name)
+    out = []
+    for t, arg in ((mean, "mean"), (std, "std")):
+        tensor(t, arg)
+        if t.is_complex() or t.dtype == torch.bool or not (t.is_floating_point() or t.dtype in INT_DTYPES):
+            raise TypeError(f"{arg} must be a real tensor, got dtype {t.dtype}")
+        if t.device != like.device:
+            raise ValueError(f"{arg} is on {t.device} but {name} is on {like.device}")
+        if t.requires_grad:
+            raise ValueError(f"{arg} must not require grad: the draw is not differentiable")
+        broadcasts(t, like.shape, arg, f"{name}'s shape")
+        out.append(t.to(like.dtype).expand(like.shape))
+    return *out, *view
+
+
+def normal_args(like, key, mean, std, dtype, global_shape=None, global_start=None, name="like"):
+    """normal's arguments: floats (the op "normal"), or a tensor mean or std ("normal_tensor", a float beside it taken
+    as a tensor of like's dtype; the output in like's dtype). Returns the op and its parameters."""
+    if not (isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor)):
+        return "normal", like_mean_std(like, key, mean, std, dtype, global_shape, global_start, name)
+    if dtype is not None and dtype != getattr(like, "dtype", None):
+        raise ValueError(f"dtype: with a tensor mean or std the output takes {name}'s dtype, got dtype={dtype}")
+    device = getattr(like, "device", None)
+    full = [
+        v if isinstance(v, torch.Tensor) else torch.tensor(real(v, n), device=device)
+        for v, n in ((mean, "mean"), (std, "std"))
+    ]
+    m, s, *view = like_mean_std_tensors(like, key, *full, global_shape, global_start, name)
+    return "normal_tensor", (m, deviations(s), *view)
+
+
+def deviations(std):
+    """A tensor std's values all >= 0 (NaN refused), for the eager public functions on CPU tensors (the CPU kernel
+    checks again; compiled code and torch.func transforms leave it to it), as torch.normal refuses them."""
+    if hasattr(std, "to_local"):  # a DTensor: each rank checks its own block
+        deviations(std.to_local())
+    elif (
+        std.device.type == "cpu"
+        and not torch.compiler.is_compiling()
+        and peek_interpreter_stack() is None
+        and std.numel()
+        and not bool(std.min() >= 0)
+    ):
+        raise ValueError("std must hold values >= 0 (no NaN)")
+    return std

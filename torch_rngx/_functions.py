@@ -8,8 +8,9 @@
     KeyDraw       a key drawn now for calls that apply it in their own way (channel and alpha dropout, randperm, ...)
 
 kind: an op of _spec.SPECS, and params its arguments after the key, as its check returns them. Only the
-differentiable ops (derivative "identity" or "self") have a NODE. torch.compile does not trace a custom jvp, so
-compiled code calls the ops themselves (_router.py), whose registered kernels give compiled backward the same math.
+differentiable ops (derivative "identity", "self" or a factor, _spec.Scaled) have a NODE. torch.compile does not
+trace a custom jvp, so compiled code calls the ops themselves (_router.py), whose registered kernels give compiled
+backward the same math.
 """
 
 from __future__ import annotations
@@ -72,23 +73,26 @@ _RANDOMNESS_ERROR = (
 )
 
 
-def _keep(ctx, spec, key, params, output=None, tangents=False):
-    """What the op's derivative needs later: its params and, when the derivative is the op itself, its key
-    (for forward mode too, with tangents); a sample's output is not differentiable."""
+def _keep(ctx, spec, key, params, output=None, tangents=False, x=None):
+    """What the op's derivative needs later: its params and, when the derivative is the op itself or a factor of
+    its key (_spec.Scaled), its key, and x where the factor reads it (for forward mode too, with tangents); a
+    sample's output is not differentiable."""
     ctx.params = params
     if spec.derivative is None:
         ctx.mark_non_differentiable(output)
-    elif spec.derivative == "self":
-        ctx.save_for_backward(key)
+    elif spec.derivative != "identity":
+        saved = (key, x) if isinstance(spec.derivative, _spec.Scaled) and spec.derivative.reads_x else (key,)
+        ctx.save_for_backward(*saved)
         if tangents:
-            ctx.save_for_forward(key)
+            ctx.save_for_forward(*saved)
 
 
 def _derivative(ctx, spec, t, again, below=None):
     """The op's derivative applied to t (a gradient or a tangent); `again` differentiates it for a double backward,
     `below` runs it when no gradient flows (_spec.derivative)."""
-    key = ctx.saved_tensors[0] if spec.derivative == "self" else None
-    return _spec.derivative(spec, t, key, ctx.params, again, below)
+    saved = ctx.saved_tensors if spec.derivative not in (None, "identity") else ()
+    key, x = (saved + (None, None))[:2]
+    return _spec.derivative(spec, t, key, ctx.params, again, below, x)
 
 
 def _node(spec):
@@ -97,7 +101,7 @@ def _node(spec):
     kernel = bare_op(spec.kernel.default)
 
     def forward(ctx, x, key, *params):
-        _keep(ctx, spec, key, params)
+        _keep(ctx, spec, key, params, x=x)
         with AutoDispatchBelowAutograd():  # the Function is the node
             return kernel(x, key, *params)
 
@@ -124,8 +128,8 @@ def _functions(spec):
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            _, key, *params = inputs
-            _keep(ctx, spec, key, params, output, tangents=True)
+            x, key, *params = inputs
+            _keep(ctx, spec, key, params, output, tangents=True, x=x)
 
         @staticmethod
         def backward(ctx, grad):
@@ -156,9 +160,9 @@ def _functions(spec):
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            _, _, _, *params = inputs
+            x, _, _, *params = inputs
             ctx.mark_non_differentiable(output[1])
-            _keep(ctx, spec, output[1], params, output[0], tangents=True)
+            _keep(ctx, spec, output[1], params, output[0], tangents=True, x=x)
 
         @staticmethod
         def backward(ctx, grad, _):

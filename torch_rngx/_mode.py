@@ -365,7 +365,7 @@ def _run_on_fakes(target, node, fake):
     name = _callable_name(target)
     try:
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["example_value"])
-        fake = fake_mode_of(torch.utils._pytree.tree_leaves((args, kwargs))) or fake
+        fake = fake_mode_of((args, kwargs)) or fake
         if fake is None:
             raise LookupError("no fake tensor mode to run it under")
         spy = _Spy()

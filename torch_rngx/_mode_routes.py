@@ -128,17 +128,25 @@ def _randint_like(g, input, *args, **kwargs):
 
 
 def _normal(g, mean=0.0, std=1.0, *args, **kwargs):
-    """Every overload: (Tensor, Tensor), (Tensor, float), (float, Tensor) give mean + std * randn of the broadcast
-    shape (as torch, no gradient flows to mean or std); (float, float, size) is normal_like of that size."""
+    """Every overload: (Tensor, Tensor), (Tensor, float), (float, Tensor) are normal_like with that tensor mean and std
+    on the broadcast shape, in the dtype of the first tensor (torch's), mean * std's arithmetic in the op (as torch,
+    no gradient flows to mean or std); (float, float, size) is normal_like of that size. A complex or integer mean or
+    std stays torch's."""
     if not _plain(kwargs):
         return None
     if isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor):
         ref = mean if isinstance(mean, torch.Tensor) else std
+        if not ref.is_floating_point():
+            return None
         shape = torch.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, torch.Tensor)))
         with torch.no_grad():
-            return rr.randn_like(ref.new_empty(shape), generator=g) * std + mean
+            return rr.normal_like(ref.new_empty(shape), _detached(mean), _detached(std), generator=g)
     size = _size(args, kwargs)
     return _created(rr.normal_like(_new(size, kwargs), mean, std, generator=g), kwargs.get("requires_grad", False))
+
+
+def _detached(v):
+    return v.detach() if isinstance(v, torch.Tensor) else v
 
 
 def _bernoulli(g, input, p=None, *, generator=None, out=None):
@@ -188,6 +196,24 @@ def _random_fill(g, self, *args, **kwargs):
     if self.dtype == torch.int64 and high == 1 << 63:  # int64's top as one past: draw one lower and add 1
         return rr.randint_like(self, low - 1, high - 1, generator=g) + 1
     return rr.randint_like(self, low, high, generator=g)
+
+
+def _geometric_fill(g, self, p):
+    """geometric_ on a float tensor, or (as torch allows) an integer one: float64 counts converted by the copy."""
+    dtype = None if self.dtype.is_floating_point else torch.float64
+    return rr.geometric_like(self, p, generator=g, dtype=dtype)
+
+
+def _rrelu(inplace):
+    """torch.rrelu / rrelu_ (input, lower, upper, training, generator): F.rrelu's C++ op, which its Python wrapper
+    calls (run with the mode kept on, so this route is what F.rrelu draws with)."""
+
+    def route(g, input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+        if generator is not None:
+            return None
+        return rr.rrelu(input, lower, upper, training, inplace, generator=g)
+
+    return route
 
 
 def _dropout(fn):
@@ -306,6 +332,11 @@ ROUTES = {
     torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
     torch.Tensor.random_: _in_place(_random_fill),
     torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
+    torch.Tensor.cauchy_: _in_place(lambda g, t, median=0.0, sigma=1.0: rr.cauchy_like(t, median, sigma, generator=g)),
+    torch.Tensor.log_normal_: _in_place(lambda g, t, mean=1.0, std=2.0: rr.log_normal_like(t, mean, std, generator=g)),
+    torch.Tensor.geometric_: _in_place(_geometric_fill),
+    torch.rrelu: _rrelu(False),
+    torch.rrelu_: _rrelu(True),
     torch.randperm: _randperm,
     torch.multinomial: _multinomial,
     torch.Tensor.multinomial: _multinomial,

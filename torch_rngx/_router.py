@@ -78,13 +78,15 @@ _WORDS = {
 FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
 
 
-def sample(kind, x, key, *params):
+def sample(kind, x, key, *params, reads=None):
+    """reads: (key, like, params) the key-reuse checker is told the call reads, where it is not (key, x, params):
+    a call whose key repeats on purpose (channel alpha dropout's, one per spatial position) reads its words once."""
     # Keys of any strides give their contiguous copy's values; the key-reuse checker sees the caller's key.
     if torch.compiler.is_compiling():
         _reuse.traced(key, kind)
         return _compiled(kind, x, key.contiguous(), params)
     if _reuse.active is not None:
-        _record(kind, x, key, params)
+        _record(kind, *(reads or (x, key, params)))
     key = key.contiguous()
     if peek_interpreter_stack() is not None:  # inside a torch.func transform
         return _functions.SAMPLE[kind].apply(x, key, *params)

@@ -12,6 +12,7 @@ samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -53,8 +54,9 @@ class Op:
     check: (input, key, *params, global_shape, global_start) -> the params as the kernel takes them, view last;
         shared by the public function and the fake kernel, so compile-time checks equal eager ones.
     input: the schema's name of the tensor the op draws for ("like": only its shape; "x": its values too).
-    derivative: None (a sample: nothing is differentiable), "identity" (d/dx = 1) or "self" (linear in x: the
-        derivative is the op itself, with the same key and params, applied to the gradient or tangent).
+    derivative: None (a sample: nothing is differentiable), "identity" (d/dx = 1), "self" (linear in x: the
+        derivative is the op itself, with the same key and params, applied to the gradient or tangent) or a Scaled
+        (t times a factor its key and params give).
     examples: x -> param tuples (without the view) for opcheck on an input x.
     input_dtypes: the input dtypes opcheck tries (every layout of each).
     From its row (csrc/op_table.h): words (per element, by output dtype), dtypes (those, as blocks_used takes
@@ -65,7 +67,7 @@ class Op:
     name: str
     check: Callable[..., tuple]
     input: str = "like"
-    derivative: Optional[str] = None
+    derivative: Any = None  # None, "identity", "self" or a Scaled
     examples: Callable[[torch.Tensor], list] = lambda x: []
     input_dtypes: Sequence[torch.dtype] = _checks.FLOAT_DTYPES
 
@@ -145,6 +147,41 @@ def _truncated_normal_check(
     return mean, std, a, b, dtype, *view
 
 
+@dataclass(frozen=True)
+class Scaled:
+    """A derivative that scales t by a factor the call's key and params give, exact in x's dtype (0, 1 or a value
+    of the dtype), so that the product is one rounding, eager and compiled alike: scale(x, key, params) -> a
+    tensor broadcasting to x (no gradient through it). reads_x: the factor depends on x's values (kept for backward),
+    else on its shape alone."""
+
+    scale: Callable[[torch.Tensor, torch.Tensor, Sequence[Any]], torch.Tensor]
+    reads_x: bool = False
+
+
+def _alpha_scale(x: torch.Tensor, key: torch.Tensor, p: float, *view: Any) -> torch.Tensor:
+    """alpha dropout's d out / d x: keep * a in x's dtype, keep from dropout's mask of the same key and p."""
+    kept = ops.dropout(torch.ones_like(x, memory_format=torch.contiguous_format), key, p, *view) != 0
+    a = 0.0 if p == 1 else 1.0 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
+    return torch.where(kept, torch.tensor(a, dtype=torch.float64).to(x.dtype), torch.zeros((), dtype=x.dtype))
+
+
+def _rrelu_slope(x: torch.Tensor, key: torch.Tensor, lower: float, upper: float, *view: Any) -> torch.Tensor:
+    """rrelu's d out / d x: 1 where x > 0, else r, uniform(lower, upper)'s value in x's dtype with the same key."""
+    r = ops.uniform(x, key, lower, upper, None, *view)
+    return torch.where(x > 0, torch.ones((), dtype=x.dtype), r)
+
+
+SELU_ALPHA = 1.7580993408473766  # torch's alpha dropout, SELU's scale * alpha (elements.h: RNGX_SELU_ALPHA)
+
+
+def _means_stds_like(x: torch.Tensor) -> list:
+    """normal_tensor's opcheck examples: a mean per position of the last dim, one std for all, both broadcast."""
+    last = x.shape[-1:] if x.dim() else ()
+    mean = torch.linspace(-1, 1, x.shape[-1] if x.dim() else 1, device=x.device).to(x.dtype).reshape(last)
+    std = torch.full((), 0.5, device=x.device, dtype=x.dtype)
+    return [(mean.expand(x.shape), std.expand(x.shape))]
+
+
 def _probabilities_like(x: torch.Tensor) -> list:
     p = torch.rand(x.shape[-1:] if x.dim() else (), device=x.device).to(x.dtype).expand(x.shape)
     return [(p,)]
@@ -169,6 +206,24 @@ SPECS: dict[str, Op] = {
             input_dtypes=(torch.float32,),
         ),
         Op("exponential", _checks.like_rate, examples=lambda x: [(1.5, None)]),
+        Op(
+            "alpha_dropout",
+            _checks.x_p,
+            input="x",
+            derivative=Scaled(lambda x, key, params: _alpha_scale(x, key, *params)),
+            examples=lambda x: [(0.0,), (0.3,), (1.0,)],
+        ),
+        Op(
+            "rrelu",
+            _checks.x_lower_upper,
+            input="x",
+            derivative=Scaled(lambda x, key, params: _rrelu_slope(x, key, *params), reads_x=True),
+            examples=lambda x: [(0.125, 1 / 3), (0.25, 0.25)],
+        ),
+        Op("cauchy", _checks.like_median_sigma, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("log_normal", _checks.like_log_normal, examples=lambda x: [(0.25, 0.5, None)]),
+        Op("geometric", _checks.like_open_p, examples=lambda x: [(0.3, None)]),
+        Op("normal_tensor", _checks.like_mean_std_tensors, examples=_means_stds_like),
     )
 }
 
@@ -215,14 +270,21 @@ def derivative(
     params: Sequence[Any],
     again: Callable[..., torch.Tensor],
     below: Optional[Callable[..., torch.Tensor]] = None,
+    x: Optional[torch.Tensor] = None,
 ) -> Optional[torch.Tensor]:
     """d out / d input applied to t (a gradient or a tangent): the one rule every autograd entry point calls.
     `again` is the differentiable form of the op, for a double backward; `below` the op's callable when no
-    gradient flows (default the op itself; plain eager nodes pass its bare C++ callable)."""
+    gradient flows (default the op itself; plain eager nodes pass its bare C++ callable); x the op's input, for a
+    Scaled derivative that reads it."""
     if t is None or spec.derivative is None:
         return None
     if spec.derivative == "identity":
         return t
+    if isinstance(spec.derivative, Scaled):  # x: the input when the factor reads it, else a like of its shape
+        assert key is not None  # saved with the node (_functions._keep)
+        with torch.no_grad():
+            factor = spec.derivative.scale(x if x is not None else t, key, params)
+        return t * factor
     if torch.is_grad_enabled():  # a double backward differentiates this too
         return again(t, key, *params)
     with AutoDispatchBelowAutograd():

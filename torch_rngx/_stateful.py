@@ -13,7 +13,6 @@ The keyword arguments they share:
         starting at that index (docs/distributed.md).
 """
 
-import math
 import warnings
 from typing import Optional, Sequence, Union
 
@@ -27,12 +26,15 @@ from .generator import RNG, Generator
 __all__ = [
     "alpha_dropout",
     "bernoulli_like",
+    "cauchy_like",
     "dropout",
     "dropout1d",
     "dropout2d",
     "dropout3d",
     "exponential_like",
     "feature_alpha_dropout",
+    "geometric_like",
+    "log_normal_like",
     "multinomial",
     "normal_like",
     "quantize",
@@ -40,6 +42,7 @@ __all__ = [
     "randint_like",
     "randn_like",
     "randperm",
+    "rrelu",
     "uniform_like",
 ]
 # Real annotations (no `from __future__ import annotations`): help() then names the types themselves.
@@ -112,8 +115,8 @@ def rand_like(
 
 def normal_like(
     x: Tensor,
-    mean: float = 0.0,
-    std: float = 1.0,
+    mean: Union[float, Tensor] = 0.0,
+    std: Union[float, Tensor] = 1.0,
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
@@ -121,11 +124,13 @@ def normal_like(
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(x).normal_(mean, std)``: N(mean, std^2) shaped, strided and placed like
-    torch.empty_like(x, dtype=dtype), functional.normal's values on a drawn key. Not differentiable.
+    torch.empty_like(x, dtype=dtype), functional.normal's values on a drawn key; with a tensor mean or std,
+    ``torch.normal(mean, std)`` on x's shape and dtype (functional.normal's). Not differentiable.
 
     Args:
         x (Tensor): gives the shape, strides and device.
-        mean (float): the mean. std (float): the standard deviation, >= 0.
+        mean (float or Tensor): the mean, or a tensor of them broadcastable to x's shape.
+        std (float or Tensor): the standard deviation, >= 0, or a tensor of them.
 
     Keyword args:
         generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
@@ -137,12 +142,8 @@ def normal_like(
         >>> abs(float(z.mean()) - 5.0) < 0.05
         True
     """
-    return draw(
-        "normal",
-        x,
-        generator,
-        *_checks.like_mean_std(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x"),
-    )
+    kind, params = _checks.normal_args(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x")
+    return draw(kind, x, generator, *params)
 
 
 def randn_like(
@@ -278,6 +279,106 @@ def exponential_like(
     """
     return draw(
         "exponential", x, generator, *_checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
+    )
+
+
+def cauchy_like(
+    x: Tensor,
+    median: float = 0.0,
+    sigma: float = 1.0,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.empty_like(x).cauchy_(median, sigma)``: Cauchy(median, sigma) shaped, strided and placed
+    like torch.empty_like(x, dtype=dtype) (functional.cauchy's values with a drawn key), every value finite. Not
+    differentiable.
+
+    Args:
+        x (Tensor): gives the shape, strides, device and (float) dtype.
+        median (float): the location. sigma (float): the scale, > 0.
+
+    Keyword args:
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> torch_rngx.cauchy_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
+        torch.Size([2, 3])
+    """
+    return draw(
+        "cauchy",
+        x,
+        generator,
+        *_checks.like_median_sigma(x, _checks.LATER, median, sigma, dtype, global_shape, global_start, "x"),
+    )
+
+
+def log_normal_like(
+    x: Tensor,
+    mean: float = 1.0,
+    std: float = 2.0,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.empty_like(x).log_normal_(mean, std)``: exp(N(mean, std^2)) shaped, strided and placed
+    like torch.empty_like(x, dtype=dtype) (functional.log_normal's values with a drawn key). Not differentiable.
+
+    Args:
+        x (Tensor): gives the shape, strides, device and (float) dtype.
+        mean (float), std (float): the underlying normal's (torch's defaults 1 and 2), std > 0.
+
+    Keyword args:
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> bool((torch_rngx.log_normal_like(torch.empty(1000), 0.0, 0.5) > 0).all())
+        True
+    """
+    return draw(
+        "log_normal",
+        x,
+        generator,
+        *_checks.like_log_normal(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x"),
+    )
+
+
+def geometric_like(
+    x: Tensor,
+    p: float,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.empty_like(x).geometric_(p)``: the trials up to the first success, 1, 2, 3, ..., shaped,
+    strided and placed like torch.empty_like(x, dtype=dtype) (functional.geometric's values with a drawn key). Not
+    differentiable.
+
+    Args:
+        x (Tensor): gives the shape, strides, device and (float) dtype.
+        p (float): the probability of success, in (0, 1).
+
+    Keyword args:
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        dtype (torch.dtype, optional): a float dtype; default x's.
+
+    Example::
+
+        >>> bool((torch_rngx.geometric_like(torch.empty(1000), 0.5) >= 1).all())
+        True
+    """
+    return draw(
+        "geometric", x, generator, *_checks.like_open_p(x, _checks.LATER, p, dtype, global_shape, global_start, "x")
     )
 
 
@@ -564,6 +665,46 @@ def feature_alpha_dropout(
     return dropout_from("feature_alpha_dropout", input, p, training, inplace, generator, global_shape, global_start)
 
 
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.nn.functional.rrelu``: in training, x where x > 0, else x * r with r uniform on
+    [lower, upper) per element (functional.rrelu's values with a drawn key; the gradient 1 or r); not in training,
+    torch's leaky_relu with slope (lower + upper) / 2, drawing nothing. As in torch, training defaults to False.
+
+    Args:
+        input (Tensor): a float tensor.
+        lower (float), upper (float): the slopes' range, lower <= upper.
+        training (bool): draw the slopes (else the mean slope, drawing nothing).
+        inplace (bool): write the result into input and return input.
+
+    Keyword args:
+        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+
+    Example::
+
+        >>> torch_rngx.rrelu(torch.tensor([1.0, -4.0]), 0.25, 0.25, training=True)
+        tensor([ 1., -1.])
+    """
+    if not training:
+        return torch.nn.functional.leaky_relu(input, (lower + upper) / 2, inplace)
+    out = draw(
+        "rrelu",
+        input,
+        generator,
+        *_checks.x_lower_upper(input, _checks.LATER, lower, upper, global_shape, global_start, "input"),
+    )
+    return input.copy_(out) if inplace else out
+
+
 def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, global_start=None):
     """The dropout family drawing from `generator` (as draw takes it: None for torch's generator, a Generator, an
     nn.RNG or an nn module's Owned state), under the global view (global_shape, global_start) if given. As torch,
@@ -582,8 +723,7 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     elif kind == "dropout":
         out = draw("dropout", x, generator, p, *view)
     else:  # alpha_dropout
-        key = key_for(x, generator, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
-        out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
+        out = draw("alpha_dropout", x, generator, p, *view)
     if inplace and out is not x:
         return x.copy_(out)
     return out
@@ -595,7 +735,7 @@ def _channel(kind, x, p, generator, view):
     n, c = x.shape[:2] if view[0] is None else view[0][:2]
     key = key_for(x, generator, n * c, x.dtype)
     if kind == "feature_alpha_dropout":
-        return functional._alpha_dropout(x, functional._channel_mask(x, key, p, view), p)
+        return functional._feature_alpha_dropout(x, key, p, view)
     return functional._feature_dropout(x, key, p, view)
 
 

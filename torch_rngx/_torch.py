@@ -360,8 +360,9 @@ def graph_fake_mode(output: Any) -> Optional[Any]:
 
 
 def fake_mode_of(values: Any) -> Optional[Any]:
-    """The fake tensor mode of the first fake tensor among values (a graph's example values), or None."""
-    return next((v.fake_mode for v in values if isinstance(v, _FakeTensor)), None)
+    """The fake tensor mode of the first fake tensor in values (a graph node's example arguments, nested), or None."""
+    leaves = torch.utils._pytree.tree_leaves(values)
+    return next((v.fake_mode for v in leaves if isinstance(v, _FakeTensor)), None)
 
 
 HigherOrderOperator: type = _resolve(torch, "_ops.HigherOrderOperator", "to leave a graph's subgraph calls to it")

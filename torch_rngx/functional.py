@@ -17,8 +17,9 @@ Samplers (like: the output's shape, strides and device):
     bits(size, state, *, dtype=torch.int32), uniform(like, state, low, high, *, dtype=None),
     normal(like, state, mean, std, *, dtype=None), truncated_normal(like, state, mean, std, a, b, *, dtype=None),
     bernoulli(like, state, p), randint(like, state, low, high, *, dtype=torch.int64),
-    exponential(like, state, rate=1.0, *, dtype=None),
-    quantize_noise(x, state, half), dropout(x, state, p),
+    exponential(like, state, rate=1.0, *, dtype=None), cauchy(like, state, median=0.0, sigma=1.0, *, dtype=None),
+    log_normal(like, state, mean=1.0, std=2.0, *, dtype=None), geometric(like, state, p, *, dtype=None),
+    quantize_noise(x, state, half), dropout(x, state, p), rrelu(x, state, lower=1/8, upper=1/3),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
 Permutations and categories (not elementwise: no global view):
     randperm(n, state, *, dtype=torch.int64, device=None), multinomial(probs, state, num_samples, replacement=False)
@@ -30,7 +31,6 @@ The keyword arguments every other sampler shares:
 Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as torch.nn.functional).
 """
 
-import math
 import operator
 from typing import Any, Optional, Sequence, Union
 
@@ -38,24 +38,28 @@ import torch
 from torch import Tensor
 
 from . import _checks, _reuse, _router, _spec
-from ._spec import blocks_of, ops, words_per_element
+from ._spec import SELU_ALPHA, blocks_of, ops, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
 
 __all__ = [
     "alpha_dropout",
     "bernoulli",
     "bits",
     "blocks_used",
+    "cauchy",
     "dropout",
     "exponential",
     "feature_alpha_dropout",
     "feature_dropout",
     "fold_in",
+    "geometric",
     "key",
+    "log_normal",
     "multinomial",
     "normal",
     "quantize_noise",
     "randint",
     "randperm",
+    "rrelu",
     "split",
     "truncated_normal",
     "uniform",
@@ -321,8 +325,8 @@ def dropout(
 def normal(
     like: Tensor,
     state: Tensor,
-    mean: float = 0.0,
-    std: float = 1.0,
+    mean: Union[float, Tensor] = 0.0,
+    std: Union[float, Tensor] = 1.0,
     *,
     dtype: Optional[torch.dtype] = None,
     global_shape: Optional[Sequence[int]] = None,
@@ -330,15 +334,18 @@ def normal(
 ) -> Tensor:
     """Stands in for ``torch.func._random.normal`` and ``torch.empty_like(like).normal_(mean, std)``: N(mean,
     std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): paired Box-Muller with the
-    project's own log, cos and sin (docs/stream.md, "normal"), z * std + mean. Not differentiable.
+    project's own log, cos and sin (docs/stream.md, "normal"), z * std + mean. With a tensor mean or std, torch's
+    ``torch.normal(mean, std)`` on like's shape: normal(0, 1) times std plus mean, each rounded to like's dtype
+    (docs/stream.md, "normal_tensor"); a float beside a tensor is converted to like's dtype. Not differentiable.
 
     Args:
         like (Tensor): gives the shape, strides and device.
         state (Tensor): a key (2,) or a batch of keys (*B, 2).
-        mean (float): the mean. std (float): the standard deviation, >= 0.
+        mean (float or Tensor): the mean, or a tensor of them broadcastable to like's shape.
+        std (float or Tensor): the standard deviation, >= 0, or a tensor of them.
 
     Keyword args:
-        dtype (torch.dtype, optional): a float dtype; default like's.
+        dtype (torch.dtype, optional): a float dtype; default like's (with a tensor mean or std: like's only).
         global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
 
     Example::
@@ -346,9 +353,8 @@ def normal(
         >>> rf.normal(torch.empty(2, 3), rf.key(0)).shape
         torch.Size([2, 3])
     """
-    return _router.sample(
-        "normal", like, state, *_checks.like_mean_std(like, state, mean, std, dtype, global_shape, global_start)
-    )
+    kind, params = _checks.normal_args(like, state, mean, std, dtype, global_shape, global_start)
+    return _router.sample(kind, like, state, *params)
 
 
 def truncated_normal(
@@ -483,6 +489,132 @@ def exponential(
     )
 
 
+def cauchy(
+    like: Tensor,
+    state: Tensor,
+    median: float = 0.0,
+    sigma: float = 1.0,
+    *,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.empty_like(like).cauchy_(median, sigma)`` with a key: median + sigma * cot(theta), theta
+    uniform on the circle, never on an axis (docs/stream.md, "cauchy"), so every value is finite. Not
+    differentiable.
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        median (float): the location. sigma (float): the scale, > 0.
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+
+    Example::
+
+        >>> bool(rf.cauchy(torch.empty(1000), rf.key(0)).isfinite().all())
+        True
+    """
+    return _router.sample(
+        "cauchy", like, state, *_checks.like_median_sigma(like, state, median, sigma, dtype, global_shape, global_start)
+    )
+
+
+def log_normal(
+    like: Tensor,
+    state: Tensor,
+    mean: float = 1.0,
+    std: float = 2.0,
+    *,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.empty_like(like).log_normal_(mean, std)`` with a key: exp(z * std + mean), z normal's
+    value for the element (its pair's), in double, rounded once to the dtype (docs/stream.md, "log_normal"). torch's
+    defaults (mean 1, std 2). Not differentiable.
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        mean (float), std (float): the underlying normal's, std > 0.
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+
+    Example::
+
+        >>> bool((rf.log_normal(torch.empty(1000), rf.key(0), 0.0, 0.5) > 0).all())
+        True
+    """
+    return _router.sample(
+        "log_normal", like, state, *_checks.like_log_normal(like, state, mean, std, dtype, global_shape, global_start)
+    )
+
+
+def geometric(
+    like: Tensor,
+    state: Tensor,
+    p: float,
+    *,
+    dtype: Optional[torch.dtype] = None,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stands in for ``torch.empty_like(like).geometric_(p)`` with a key: the number of Bernoulli(p) trials up to the
+    first success, ceil(E / -ln(1 - p)) with E exponential's Exp(1) (docs/stream.md, "geometric"): 1, 2, 3, ...
+    as floats. Not differentiable.
+
+    Args:
+        like (Tensor): gives the shape, strides and device.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        p (float): the probability of success, in (0, 1).
+
+    Keyword args:
+        dtype (torch.dtype, optional): a float dtype; default like's.
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+
+    Example::
+
+        >>> bool((rf.geometric(torch.empty(1000), rf.key(0), 0.5) >= 1).all())
+        True
+    """
+    return _router.sample(
+        "geometric", like, state, *_checks.like_open_p(like, state, p, dtype, global_shape, global_start)
+    )
+
+
+def rrelu(
+    x: Tensor,
+    state: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """``torch.nn.functional.rrelu`` in training with a key: x where x > 0, else x * r, r = uniform(lower, upper)'s
+    value for the element in x's dtype (docs/stream.md, "rrelu"). The gradient is 1 or r, as torch's.
+
+    Args:
+        x (Tensor): a float tensor.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        lower (float), upper (float): the slopes' range, lower <= upper.
+
+    Keyword args:
+        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+
+    Example::
+
+        >>> rf.rrelu(torch.tensor([2.0, 0.0]), rf.key(0))
+        tensor([2., 0.])
+    """
+    return _router.sample("rrelu", x, state, *_checks.x_lower_upper(x, state, lower, upper, global_shape, global_start))
+
+
 def randperm(
     n: int, state: Tensor, *, dtype: torch.dtype = torch.int64, device: Union[str, torch.device, None] = None
 ) -> Tensor:
@@ -537,9 +669,7 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
     return torch.argsort(scores.squeeze(-2), dim=-1, stable=True)[..., :num_samples]
 
 
-# ---- channel and alpha dropout: compositions of the dropout stream (docs/stream.md, "Channel and alpha dropout") ----
-
-SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: alpha dropout drops to alpha' = -SELU_ALPHA, like torch
+# ---- channel and alpha dropout (docs/stream.md, "Channel and alpha dropout", "alpha_dropout") ----
 
 
 def feature_dropout(
@@ -598,7 +728,7 @@ def alpha_dropout(
         tensor([1., 1., 1.])
     """
     p, *view = _checks.x_p(x, state, p, global_shape, global_start)
-    return _alpha_dropout(x, _mask_of(x, state, p, view), p)
+    return _router.sample("alpha_dropout", x, state, p, *view)
 
 
 def feature_alpha_dropout(
@@ -627,7 +757,31 @@ def feature_alpha_dropout(
                 [1., 1., 1.]])
     """
     p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
-    return _alpha_dropout(x, _channel_mask(x, state, p, view), p)
+    return _feature_alpha_dropout(x, state, p, view)
+
+
+def _feature_alpha_dropout(x, key, p, view):
+    """The alpha_dropout op with one decision per (n, c): run on x with its channel dims last, (*S, N, C), where each
+    spatial position's run is the (N, C) tensor whose dropout mask it takes, so that (n, c) reads word n*C + c (the
+    mask's) at every position. One key is repeated per position (the key-reuse checker is told of one (N, C) draw);
+    a batched key (B0, B1, 1, ...) moves with x's dims, its ones broadcasting over the positions."""
+    if x.dim() < 2:  # torch's message, as x_channel_p's callers give it
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    spatial = x.dim() - 2
+    order = (*range(2, x.dim()), 0, 1)
+    xp = x.permute(order)
+    if key.dim() == 1 or all(b == 1 for b in key.shape[:-1]):
+        keys = key.reshape(2).expand(*xp.shape[:spatial], 1, 1, 2).contiguous()
+    else:
+        keys = key.reshape(key.shape[0], key.shape[1], *([1] * spatial), 2).permute(*order, x.dim())
+    if view[0] is not None:
+        view = [[*xp.shape[:spatial], *view[0][:2]], [0] * spatial + list(view[1][:2])]
+    n, c = x.shape[:2]
+    mask = x.new_empty(()).expand(n, c)  # what the draw reads: the (N, C) mask's words
+    channel_view = view if view[0] is None else [view[0][spatial:], view[1][spatial:]]
+    reads = (mask, key.reshape(*key.shape[:2], 2) if key.dim() > 1 else key, (p, *channel_view))
+    out = _router.sample("alpha_dropout", xp, keys, p, *view, reads=reads)
+    return out.permute(*(d + spatial if d < 2 else d - 2 for d in range(x.dim())))
 
 
 def _channel_mask(x, key, p, view):
@@ -638,10 +792,6 @@ def _channel_mask(x, key, p, view):
     view = [None, None] if view[0] is None else [view[0][:2], view[1][:2]]
     m = _router.sample("dropout", x.new_ones((n, c)), key, p, *view)
     return m.view(n, c, *([1] * (x.dim() - 2)))
-
-
-def _mask_of(x, key, p, view):
-    return _router.sample("dropout", torch.ones_like(x), key, p, *view)
 
 
 def _feature_dropout(x, key, p, view):
@@ -668,14 +818,3 @@ class _ChannelDropout(torch.autograd.Function):
         if torch.is_grad_enabled():  # a double backward differentiates this too
             return _ChannelDropout.apply(grad, key, ctx.p, ctx.view), None, None, None
         return grad * _channel_mask(ctx.like, key, ctx.p, ctx.view), None, None, None
-
-
-def _alpha_dropout(x, m, p):
-    """m: the dropout of ones (1/(1-p) where kept, 0 where dropped), any shape broadcasting to x. The arithmetic
-    is torch's, in x's dtype: b = (keep - 1) * alpha * a + alpha * a * p; x * (keep * a) + b."""
-    if p == 1:
-        return x * 0
-    a = 1.0 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
-    keep = (m != 0).to(x.dtype)
-    b = (keep - 1) * (SELU_ALPHA * a) + SELU_ALPHA * a * p
-    return x * (keep * a) + b

@@ -1,4 +1,5 @@
-/* The math of normal and truncated normal (docs/stream.md, "normal", "truncated_normal").
+/* The math of normal and truncated normal (docs/stream.md, "normal", "truncated_normal"), and the exp and ceil that
+ * log_normal and geometric take.
  *
  * Only IEEE double + - * / and sqrt, and integer and bit operations: no libm, no fused multiply-add (the C
  * files build with -ffp-contract=off, CUDA with --fmad=false). One definition for the C, SIMD and CUDA kernels,
@@ -225,5 +226,44 @@ RNGX_FN double rngx_truncnorm_scale(double z, const rngx_tn *t) {
 
 RNGX_FN double rngx_truncnorm_value(uint64_t m53, const rngx_tn *t) {
   return rngx_truncnorm_scale(rngx_ndtri(rngx_truncnorm_p(m53, t)), t);
+}
+/* ---- exp and ceil (log_normal, geometric) ---- */
+
+#define RNGX_INV_LN2 1.44269504088896338700 /* 1/ln 2, 0x1.71547652b82fep+0 */
+
+/* e^y for any finite y, in double: y clamped to [-746, 710] (beyond, e^y is 0 or +inf in double either way), k =
+ * y / ln 2 rounded to nearest even (by the 1.5 * 2^52 shift), r = (y - k LN2_HI) - k LN2_LO with |r| <= ln 2 / 2 + ulp,
+ * e^r = 1 + (r + r^2 q), q its Taylor series from 1/2! to 1/13! (nested from 1/13!; the remainder is below 2^-56
+ * relative), times 2^k in two exact steps of normal powers of two, k = k1 + k2 with k1 = floor(k / 2): the second
+ * step rounds once, into the subnormals or to +inf where e^y lies there. Integers only through bit patterns, so the
+ * CPU loops vectorize. */
+RNGX_FN double rngx_exp(double y) {
+  y = rngx_select(y < -746.0, -746.0, rngx_select(y > 710.0, 710.0, y));
+  const double shifted = y * RNGX_INV_LN2 + 0x1.8p52;
+  const double kd = shifted - 0x1.8p52;
+  const int64_t k = (int64_t)(rngx_f64_bits(shifted) - rngx_f64_bits(0x1.8p52)); /* kd as an integer */
+  const double r = (y - kd * RNGX_LN2_HI) - kd * RNGX_LN2_LO;
+  double e = 1.0 / 6227020800.0; /* 1/13! */
+  e = e * r + 1.0 / 479001600.0;
+  e = e * r + 1.0 / 39916800.0;
+  e = e * r + 1.0 / 3628800.0;
+  e = e * r + 1.0 / 362880.0;
+  e = e * r + 1.0 / 40320.0;
+  e = e * r + 1.0 / 5040.0;
+  e = e * r + 1.0 / 720.0;
+  e = e * r + 1.0 / 120.0;
+  e = e * r + 1.0 / 24.0;
+  e = e * r + 1.0 / 6.0;
+  e = e * r + 0.5;
+  e = 1.0 + (r + (r * r) * e);
+  const int64_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift: floor; both in [-538, 512] */
+  return e * rngx_bits_f64((uint64_t)(1023 + k1) << 52) * rngx_bits_f64((uint64_t)(1023 + k2) << 52);
+}
+
+/* The least integer >= v for v >= 0, exactly: below 2^52, v + 2^52 - 2^52 is v rounded to an integer (to nearest
+ * even), then raised by 1 where that fell below v; from 2^52 on, v is an integer already. */
+RNGX_FN double rngx_ceil_nonneg(double v) {
+  const double t = (v + 0x1p52) - 0x1p52;
+  return rngx_select(v >= 0x1p52, v, rngx_select(t < v, t + 1.0, t));
 }
 #endif

@@ -59,7 +59,9 @@ typedef struct {
   rngx_tn tn;             /* truncated normal, in double */
   float tn_lo, tn_hi;     /* truncated normal, <= 32-bit types: the dtype's values nearest inside [a, b] */
   uint64_t low, range;    /* randint: low + floor(range * x / 2^bits), modulo 2^64 */
-  double rate;            /* exponential: E / rate in double */
+  double rate;            /* exponential: E / rate in double; geometric: lambda = -ln(1 - p) */
+  float alpha_a, alpha_b1, alpha_b2;        /* alpha dropout, <= 32-bit types: keep * a, (keep - 1) b1 + b2 */
+  double alpha_a64, alpha_b164, alpha_b264; /* alpha dropout, float64 */
 } rngx_params;
 
 /* All zeros: the start of every derivation. */
@@ -541,6 +543,238 @@ RNGX_FN double rngx_race_score(double e, double w) {
 RNGX_FN double rngx_race_element_f64(const rngx_params *p, const uint32_t *w, double x) {
   (void)p;
   return rngx_race_score(rngx_exponential64(w[0], w[1]), x);
+}
+
+/* ---- issue 43's ops: normal with tensor mean and std, alpha dropout, rrelu, cauchy, log_normal, geometric ---- */
+
+/* v rounded to a 16-bit dtype and back to float32: float16 (h16 1) or bfloat16; a float32 value unchanged (0). */
+RNGX_FN float rngx_round16(float v, int f16) {
+  return f16 ? rngx_f16_to_f32_lanes(rngx_f32_to_f16_lanes(v)) : rngx_bf16_to_f32(rngx_f32_to_bf16_lanes(v));
+}
+
+/* normal_tensor: torch's normal(Tensor mean, Tensor std): normal(0, 1)'s value v (z * 1 + 0, rounded to the dtype),
+ * then v * std and + mean, each rounded to the dtype (float32 arithmetic for the 16-bit types, as torch's). mean and
+ * std are each element's, read in the output dtype. A pair's two elements: c (even) and s (odd), with their inputs. */
+RNGX_FN float rngx_normal_tensor_f32(double z, float mean, float std) {
+  return RNGX_FADD(RNGX_FMUL(rngx_normal_scale_f32(z, 0.0f, 1.0f), std), mean);
+}
+RNGX_FN uint16_t rngx_normal_tensor_16(double z, uint16_t mean, uint16_t std, int f16) {
+  const float m = f16 ? rngx_f16_to_f32_lanes(mean) : rngx_bf16_to_f32(mean);
+  const float sd = f16 ? rngx_f16_to_f32_lanes(std) : rngx_bf16_to_f32(std);
+  const float v = rngx_round16(rngx_normal_scale_f32(z, 0.0f, 1.0f), f16);
+  const float t = RNGX_FADD(rngx_round16(RNGX_FMUL(v, sd), f16), m);
+  return f16 ? rngx_f32_to_f16_lanes(t) : rngx_f32_to_bf16_lanes(t);
+}
+RNGX_FN void rngx_normal_tensor_pair_f16(const rngx_params *p, const uint32_t *w, uint16_t mc, uint16_t ms,
+                                         uint16_t sc, uint16_t ss, uint16_t *c, uint16_t *s) {
+  (void)p;
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_normal_tensor_16(z.c, mc, sc, 1);
+  *s = rngx_normal_tensor_16(z.s, ms, ss, 1);
+}
+RNGX_FN void rngx_normal_tensor_pair_bf16(const rngx_params *p, const uint32_t *w, uint16_t mc, uint16_t ms,
+                                          uint16_t sc, uint16_t ss, uint16_t *c, uint16_t *s) {
+  (void)p;
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_normal_tensor_16(z.c, mc, sc, 0);
+  *s = rngx_normal_tensor_16(z.s, ms, ss, 0);
+}
+RNGX_FN void rngx_normal_tensor_pair_f32(const rngx_params *p, const uint32_t *w, float mc, float ms, float sc,
+                                         float ss, float *c, float *s) {
+  (void)p;
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_normal_tensor_f32(z.c, mc, sc);
+  *s = rngx_normal_tensor_f32(z.s, ms, ss);
+}
+RNGX_FN void rngx_normal_tensor_pair_f64(const rngx_params *p, const uint32_t *w, double mc, double ms, double sc,
+                                         double ss, double *c, double *s) {
+  (void)p;
+  const rngx_pair z = rngx_normal64(w);
+  *c = RNGX_DADD(RNGX_DMUL(rngx_normal_scale_f64(z.c, 0.0, 1.0), sc), mc);
+  *s = RNGX_DADD(RNGX_DMUL(rngx_normal_scale_f64(z.s, 0.0, 1.0), ss), ms);
+}
+
+/* ---- alpha dropout: dropout's mask, then torch's affine, each operation rounded to the dtype ---- */
+
+/* keep iff u >= p (dropout's words and threshold); a = ((alpha^2 p + 1)(1 - p))^-1/2 with torch's alpha (SELU's scale
+ * times its alpha), b1 = alpha a, b2 = b1 p, in double, as torch computes them in Python. The <= 32-bit types compute
+ * in float32 with a and b1 rounded to float32 and b2 rounded to the dtype (torch's CPU kernels take a Python scalar
+ * so in a product and in a sum). p = 1 keeps nothing and gives x * 0: a = b1 = 0, b2 = -0. */
+#define RNGX_SELU_ALPHA 1.7580993408473766 /* torch's alpha dropout: SELU's scale * alpha */
+RNGX_HOST_FN const char *rngx_alpha_dropout_params(rngx_dtype dtype, double p, rngx_params *out) {
+  rngx_params d;
+  const char *refused = rngx_dropout_params(dtype, p, &d);
+  if (refused != 0) return refused;
+  const double a = p == 1 ? 0.0 : 1.0 / sqrt((RNGX_SELU_ALPHA * RNGX_SELU_ALPHA * p + 1) * (1 - p));
+  const double b1 = RNGX_SELU_ALPHA * a, b2 = p == 1 ? -0.0 : b1 * p;
+  d.alpha_a64 = a, d.alpha_b164 = b1, d.alpha_b264 = b2;
+  d.alpha_a = (float)a, d.alpha_b1 = (float)b1, d.alpha_b2 = rngx_round_to(dtype, b2);
+  *out = d;
+  return 0;
+}
+
+/* out = x * (keep * a) + ((keep - 1) * b1 + b2), keep 0 or 1, every product and sum rounded to the dtype (`f16`: 1
+ * float16, 0 bfloat16, -1 float32): torch's alpha_dropout, operation by operation. A dropped NaN stays NaN (x * 0). */
+RNGX_FN float rngx_alpha_affine_f32(float x, int keep, const rngx_params *p, int f16) {
+  const float k = (float)keep;
+#define RNGX_R(v) (f16 < 0 ? (v) : rngx_round16((v), f16))
+  const float b = RNGX_R(RNGX_FADD(RNGX_R(RNGX_FMUL(k - 1.0f, p->alpha_b1)), p->alpha_b2));
+  const float y = RNGX_FADD(RNGX_R(RNGX_FMUL(x, RNGX_R(RNGX_FMUL(k, p->alpha_a)))), b);
+#undef RNGX_R
+  return y;
+}
+RNGX_FN uint16_t rngx_alpha_dropout_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  return rngx_f32_to_f16_lanes(rngx_alpha_affine_f32(rngx_f16_to_f32_lanes(x), rngx_kept_f32(w[0], p->keep), p, 1));
+}
+RNGX_FN uint16_t rngx_alpha_dropout_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  return rngx_f32_to_bf16_lanes(rngx_alpha_affine_f32(rngx_bf16_to_f32(x), rngx_kept_f32(w[0], p->keep), p, 0));
+}
+RNGX_FN float rngx_alpha_dropout_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  return rngx_alpha_affine_f32(x, rngx_kept_f32(w[0], p->keep), p, -1);
+}
+RNGX_FN double rngx_alpha_dropout_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  const double k = (double)rngx_kept_f64(w[0], w[1], p->keep64);
+  const double b = RNGX_DADD(RNGX_DMUL(k - 1.0, p->alpha_b164), p->alpha_b264);
+  return RNGX_DADD(RNGX_DMUL(x, RNGX_DMUL(k, p->alpha_a64)), b);
+}
+
+/* ---- rrelu in training: x where x > 0, else x * r, r = uniform(lower, upper)'s value in the dtype ---- */
+
+/* The bounds as uniform's (rounded to the dtype), with lower <= upper. */
+RNGX_HOST_FN const char *rngx_rrelu_params(rngx_dtype dtype, double lower, double upper, rngx_params *out) {
+  return rngx_uniform_params(dtype, lower, upper, out);
+}
+
+/* r is the element uniform(lower, upper) gives with the same words: x * r is one product, rounded to the dtype. */
+RNGX_FN uint16_t rngx_rrelu_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  const float xf = rngx_f16_to_f32_lanes(x), r = rngx_f16_to_f32_lanes(rngx_uniform_f16(w[0], p->lo, p->width));
+  const uint16_t low = rngx_f32_to_f16_lanes(RNGX_FMUL(xf, r));
+  return xf > 0.0f ? x : low;
+}
+RNGX_FN uint16_t rngx_rrelu_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  const float xf = rngx_bf16_to_f32(x), r = rngx_bf16_to_f32(rngx_uniform_bf16(w[0], p->lo, p->width));
+  const uint16_t low = rngx_f32_to_bf16_lanes(RNGX_FMUL(xf, r));
+  return xf > 0.0f ? x : low;
+}
+RNGX_FN float rngx_rrelu_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  const float low = RNGX_FMUL(x, rngx_uniform_f32(w[0], p->lo, p->width));
+  return x > 0.0f ? x : low;
+}
+RNGX_FN double rngx_rrelu_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  const double low = RNGX_DMUL(x, rngx_uniform_f64(w[0], w[1], p->lo64, p->width64));
+  return x > 0.0 ? x : low;
+}
+
+/* ---- cauchy: median + sigma * cot(2 pi t / 2^b), the angle an odd multiple of 2 pi / 2^b (never on an axis) ---- */
+
+/* median finite, sigma finite and > 0 (finite in float32 for the <= 32-bit types, which compute in it). */
+RNGX_HOST_FN const char *rngx_cauchy_params(rngx_dtype dtype, double median, double sigma, rngx_params *out) {
+  if (!isfinite(median)) return "median must be finite";
+  if (!(isfinite(sigma) && sigma > 0)) return "sigma must be finite and > 0";
+  if (dtype != RNGX_FLOAT64 && !(rngx_finite_as_float(median) && rngx_finite_as_float(sigma)))
+    return "median and sigma must be finite in float32, the compute type";
+  rngx_params p = rngx_zero_params();
+  p.mean = (float)median, p.std = (float)sigma, p.mean64 = median, p.std64 = sigma;
+  *out = p;
+  return 0;
+}
+
+/* cos / sin of the angle, in double: float32 family t = 2 w + 1 over b = 33 bits with the short series, float64
+ * t = 2 m + 1 over 53 bits (m = ((w0 & 0xFFFFF) << 32) | w1, exponential64's 52 bits) with the full one. */
+RNGX_FN double rngx_cauchy32(uint32_t w) {
+  const rngx_pair cs = rngx_polar(1.0, (int64_t)w * 2 + 1, 33, 0);
+  return cs.c / cs.s;
+}
+RNGX_FN double rngx_cauchy64(uint32_t w0, uint32_t w1) {
+  const int64_t m = (int64_t)(((uint64_t)(w0 & 0xFFFFFu) << 32) | w1);
+  const rngx_pair cs = rngx_polar(1.0, 2 * m + 1, 53, 1);
+  return cs.c / cs.s;
+}
+/* The standard value scaled as normal's: fl32(c) * fl32(sigma) + fl32(median) in float32, then the dtype. */
+RNGX_FN uint16_t rngx_cauchy_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_f32_to_f16_lanes(rngx_normal_scale_f32(rngx_cauchy32(w[0]), p->mean, p->std));
+}
+RNGX_FN uint16_t rngx_cauchy_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_f32_to_bf16_lanes(rngx_normal_scale_f32(rngx_cauchy32(w[0]), p->mean, p->std));
+}
+RNGX_FN float rngx_cauchy_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  (void)x;
+  return rngx_normal_scale_f32(rngx_cauchy32(w[0]), p->mean, p->std);
+}
+RNGX_FN double rngx_cauchy_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)x;
+  return rngx_normal_scale_f64(rngx_cauchy64(w[0], w[1]), p->mean64, p->std64);
+}
+
+/* ---- log_normal: exp(z * std + mean) in double, z normal's pair value, rounded once to the dtype ---- */
+
+RNGX_HOST_FN const char *rngx_log_normal_params(rngx_dtype dtype, double mean, double std, rngx_params *out) {
+  (void)dtype;
+  if (!isfinite(mean)) return "mean must be finite";
+  if (!(isfinite(std) && std > 0)) return "std must be finite and > 0";
+  rngx_params p = rngx_zero_params();
+  p.mean64 = mean, p.std64 = std;
+  *out = p;
+  return 0;
+}
+
+RNGX_FN double rngx_log_normal_value(double z, const rngx_params *p) {
+  return rngx_exp(RNGX_DADD(RNGX_DMUL(z, p->std64), p->mean64));
+}
+RNGX_FN void rngx_log_normal_pair_f16(const rngx_params *p, const uint32_t *w, uint16_t *c, uint16_t *s) {
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_f32_to_f16_lanes((float)rngx_log_normal_value(z.c, p));
+  *s = rngx_f32_to_f16_lanes((float)rngx_log_normal_value(z.s, p));
+}
+RNGX_FN void rngx_log_normal_pair_bf16(const rngx_params *p, const uint32_t *w, uint16_t *c, uint16_t *s) {
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = rngx_f32_to_bf16_lanes((float)rngx_log_normal_value(z.c, p));
+  *s = rngx_f32_to_bf16_lanes((float)rngx_log_normal_value(z.s, p));
+}
+RNGX_FN void rngx_log_normal_pair_f32(const rngx_params *p, const uint32_t *w, float *c, float *s) {
+  const rngx_pair z = rngx_normal32(w[0], w[1]);
+  *c = (float)rngx_log_normal_value(z.c, p);
+  *s = (float)rngx_log_normal_value(z.s, p);
+}
+RNGX_FN void rngx_log_normal_pair_f64(const rngx_params *p, const uint32_t *w, double *c, double *s) {
+  const rngx_pair z = rngx_normal64(w);
+  *c = rngx_log_normal_value(z.c, p);
+  *s = rngx_log_normal_value(z.s, p);
+}
+
+/* ---- geometric: ceil(E / lambda), E exponential's Exp(1), lambda = -ln(1 - p): trials to the first success ---- */
+
+/* 0 < p < 1. lambda = -log1p(-p) = p * LOG(u) / (u - 1) with u = 1 - p rounded, u - 1 exact (Goldberg's form, a few
+ * ulp at every p), or p itself where u rounds to 1. */
+RNGX_HOST_FN const char *rngx_geometric_params(rngx_dtype dtype, double p, rngx_params *out) {
+  (void)dtype;
+  if (!(p > 0 && p < 1)) return "p must be in (0, 1)";
+  const double u = 1.0 - p;
+  rngx_params d = rngx_zero_params();
+  d.rate = u == 1.0 ? p : p * rngx_log(u, 1) / (u - 1.0);
+  *out = d;
+  return 0;
+}
+
+/* The count as a double (>= 1, exact up to 2^53), then rounded to the dtype: a count past its largest finite value
+ * rounds to +inf. */
+RNGX_FN uint16_t rngx_geometric_element_f16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_f32_to_f16_lanes((float)rngx_ceil_nonneg(rngx_exponential32(w[0]) / p->rate));
+}
+RNGX_FN uint16_t rngx_geometric_element_bf16(const rngx_params *p, const uint32_t *w, uint16_t x) {
+  (void)x;
+  return rngx_f32_to_bf16_lanes((float)rngx_ceil_nonneg(rngx_exponential32(w[0]) / p->rate));
+}
+RNGX_FN float rngx_geometric_element_f32(const rngx_params *p, const uint32_t *w, float x) {
+  (void)x;
+  return (float)rngx_ceil_nonneg(rngx_exponential32(w[0]) / p->rate);
+}
+RNGX_FN double rngx_geometric_element_f64(const rngx_params *p, const uint32_t *w, double x) {
+  (void)x;
+  return rngx_ceil_nonneg(rngx_exponential64(w[0], w[1]) / p->rate);
 }
 
 #endif

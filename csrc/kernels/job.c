@@ -3,24 +3,26 @@
  * the C walk. */
 #include "ops.h"
 
-void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l) {
+void rngx_collapse(const rngx_job *job, int reads, rngx_layout *l) {
   l->nd = 0;
   for (int d = 0; d < job->ndim; ++d) {
-    const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads_input ? job->in.strides[d] : 0;
+    const int64_t size = job->sizes[d], so = job->out.strides[d], si = reads > 0 ? job->in.strides[d] : 0;
+    const int64_t si2 = reads > 1 ? job->in2.strides[d] : 0;
     if (size == 1) continue;
     const int last = l->nd - 1;
-    if (last >= 0 && l->so[last] == size * so && l->si[last] == size * si) {
+    if (last >= 0 && l->so[last] == size * so && l->si[last] == size * si && l->si2[last] == size * si2) {
       l->size[last] *= size; /* the merged dim runs with the inner dim's strides */
     } else {
       l->size[l->nd++] = size;
     }
     l->so[l->nd - 1] = so;
     l->si[l->nd - 1] = si;
+    l->si2[l->nd - 1] = si2;
   }
   if (l->nd == 0) {
     l->nd = 1;
     l->size[0] = 1;
-    l->so[0] = l->si[0] = 1;
+    l->so[0] = l->si[0] = l->si2[0] = 1;
   }
 }
 

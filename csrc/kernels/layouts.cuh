@@ -1,11 +1,13 @@
 // The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu generates each op's functor from its row).
 //
 // An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
-// (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).
+// (the inputs it reads: 0, 1 `in`, or 2 `in` and `in2`) and `T operator()(T x, const uint32_t *w) const` (w: the
+// element's K words).
 // Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
 // covers a group that starts a key's segment or lies inside one with its first word on lane 0. A paired op
 // (kPaired, normal) instead has `void pair(const uint32_t *w, T &c, T &s) const`: the two elements 2p and 2p + 1
-// of a key's stream from their 2K words (group_values). Elements, words and
+// of a key's stream from their 2K words (group_values); one that reads two inputs (normal_tensor) takes theirs,
+// `pair(w, xc, xs, yc, ys, c, s)`. Elements, words and
 // offsets are 64-bit throughout.
 #ifndef RNGX_LAYOUTS_CUH
 #define RNGX_LAYOUTS_CUH
@@ -117,21 +119,34 @@ struct IsPaired<Op, decltype((void)Op::kPaired)> {
 };
 
 // A paired op's element at stream index e of key (seed, offset): the pair e / 2's value, cos or sin by e's parity.
+// A pair's two values (c, s) from its words; an op that reads two inputs gets the even element's (xc, yc) and the
+// odd one's (xs, ys).
+template <class Op, class T = typename Op::T>
+__device__ __forceinline__ void pair_of(const Op &op, const uint32_t *w, T xc, T xs, T yc, T ys, T &c, T &s) {
+  if constexpr (Op::kReads == 2) {
+    op.pair(w, xc, xs, yc, ys, c, s);
+  } else {
+    op.pair(w, c, s);
+  }
+}
+
 template <class Op>
-__device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t seed, uint64_t offset, uint64_t e) {
+__device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t seed, uint64_t offset, uint64_t e,
+                                                       typename Op::T x, typename Op::T x2) {
   constexpr int K = Op::K;
   uint32_t w[2 * K];
 #pragma unroll
   for (int r = 0; r < 2 * K; ++r) w[r] = rngx_key_word(seed, offset, (uint64_t)K * (e & ~1ull) + r);
   typename Op::T c, s;
-  op.pair(w, c, s);
+  pair_of(op, w, x, x, x2, x2, c, s);
   return (e & 1) ? s : c;
 }
 
-// The values y[0 .. 4) of logical elements i0 .. i0 + 3 (x: their inputs, for ops that read one).
+// The values y[0 .. 4) of logical elements i0 .. i0 + 3 (x, x2: their inputs, for ops that read them).
 template <class Op>
 __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uint64_t seed0, uint64_t offset0,
-                                             int64_t i0, const typename Op::T (&x)[4], typename Op::T (&y)[4]) {
+                                             int64_t i0, const typename Op::T (&x)[4], const typename Op::T (&x2)[4],
+                                             typename Op::T (&y)[4]) {
   constexpr int K = Op::K;
   if constexpr (!IsPaired<Op>::value) {
     uint32_t w[4 * K];
@@ -149,13 +164,15 @@ __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uin
       uint32_t w[6 * K];
       fetch_words<6 * K>(seed, offset, (uint64_t)K * (e0 & ~1ull), w);
       typename Op::T a0, a1, b0, b1;
-      op.pair(w, a0, a1);
-      op.pair(w + 2 * K, b0, b1);
-      if (e0 & 1) {
+      if (e0 & 1) {  // pairs (i0 - 1, i0), (i0 + 1, i0 + 2), (i0 + 3, i0 + 4): the outside elements unused
         typename Op::T c0, c1;
-        op.pair(w + 4 * K, c0, c1);
+        pair_of(op, w, x[0], x[0], x2[0], x2[0], a0, a1);
+        pair_of(op, w + 2 * K, x[1], x[2], x2[1], x2[2], b0, b1);
+        pair_of(op, w + 4 * K, x[3], x[3], x2[3], x2[3], c0, c1);
         y[0] = a1, y[1] = b0, y[2] = b1, y[3] = c0;
       } else {
+        pair_of(op, w, x[0], x[1], x2[0], x2[1], a0, a1);
+        pair_of(op, w + 2 * K, x[2], x[3], x2[2], x2[3], b0, b1);
         y[0] = a0, y[1] = a1, y[2] = b0, y[3] = b1;
       }
       return;
@@ -164,7 +181,7 @@ __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uin
     for (int e = 0; e < 4; ++e) {
       const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
       keys.segment(qe, seed0, offset0, seed, offset, pos);
-      y[e] = paired_value(op, seed, offset, pos + (uint64_t)je);
+      y[e] = paired_value(op, seed, offset, pos + (uint64_t)je, x[e], x2[e]);
     }
   }
 }
@@ -200,10 +217,11 @@ __device__ __forceinline__ void store4(T *p, const T (&v)[4]) {
   }
 }
 
-// ---- contiguous: element i at out[i] (and in[i]); `wide` when both pointers suit load4/store4 ----
+// ---- contiguous: element i at out[i] (and in[i], in2[i]); `wide` when every pointer suits load4/store4 ----
 template <class Op>
-__global__ void __launch_bounds__(kThreads)
-    contiguous_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, bool wide) {
+__global__ void __launch_bounds__(kThreads) contiguous_kernel(Op op, Keys keys, typename Op::T *out,
+                                                              const typename Op::T *in, const typename Op::T *in2,
+                                                              int64_t n, bool wide) {
   using T = typename Op::T;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
@@ -211,8 +229,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t i0 = 4 * g;
     const bool full = wide && i0 + 4 <= n;
-    T x[4] = {}, y[4];
-    if constexpr (Op::kReads) {  // loads first: their latency hides behind the Philox rounds
+    T x[4] = {}, x2[4] = {}, y[4];
+    if constexpr (Op::kReads > 0) {  // loads first: their latency hides behind the Philox rounds
       if (full) {
         load4(in + i0, x);
       } else {
@@ -221,7 +239,16 @@ __global__ void __launch_bounds__(kThreads)
           if (i0 + j < n) x[j] = in[i0 + j];
       }
     }
-    group_values(op, keys, seed0, offset0, i0, x, y);
+    if constexpr (Op::kReads > 1) {
+      if (full) {
+        load4(in2 + i0, x2);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (i0 + j < n) x2[j] = in2[i0 + j];
+      }
+    }
+    group_values(op, keys, seed0, offset0, i0, x, x2, y);
     if (full) {
       store4(out + i0, y);
     } else {
@@ -236,15 +263,17 @@ __global__ void __launch_bounds__(kThreads)
 // A tile of 32 c x 32 l goes through shared memory: loads and stores run along c (coalesced), while the
 // values are made along l, 4 logically consecutive elements per Philox block.
 struct Transposed {
-  int64_t N, C, L, out_n, out_l, in_n, in_l;
+  int64_t N, C, L, out_n, out_l, in_n, in_l, in2_n, in2_l;
 };
 constexpr int kTile = 32, kRows = kThreads / kTile;
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, typename Op::T *out,
-                                                              const typename Op::T *in, Transposed g) {
+                                                              const typename Op::T *in, const typename Op::T *in2,
+                                                              Transposed g) {
   using T = typename Op::T;
   __shared__ T tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
+  __shared__ T tile2[Op::kReads > 1 ? kTile : 1][kTile + 1];  // in2's, for an op that reads it
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
@@ -255,14 +284,19 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
         const int64_t c = c0 + tx;
         if (Op::kReads && c < g.C)
           for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) tile[r][tx] = in[n * g.in_n + (l0 + r) * g.in_l + c];
+        if (Op::kReads > 1 && c < g.C)
+          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows)
+            tile2[Op::kReads > 1 ? r : 0][tx] = in2[n * g.in2_n + (l0 + r) * g.in2_l + c];
         __syncthreads();
         if (c0 + vc < g.C) {
           const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
-          T x[4] = {}, y[4];
+          T x[4] = {}, x2[4] = {}, y[4];
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
+          for (int j = 0; j < 4; ++j) {
             if (Op::kReads && l0 + vl + j < g.L) x[j] = tile[vl + j][vc];
-          group_values(op, keys, seed0, offset0, i0, x, y);
+            if (Op::kReads > 1 && l0 + vl + j < g.L) x2[j] = tile2[Op::kReads > 1 ? vl + j : 0][vc];
+          }
+          group_values(op, keys, seed0, offset0, i0, x, x2, y);
 #pragma unroll
           for (int j = 0; j < 4; ++j)
             if (l0 + vl + j < g.L) tile[vl + j][vc] = y[j];
@@ -275,20 +309,23 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
 }
 
 // ---- any other strides: one div/mod chain per group of 4, then a step along the innermost dim ----
-__device__ __forceinline__ void locate(const rngx_layout &g, int64_t i, int64_t &po, int64_t &pi, int64_t &inner) {
-  po = pi = 0;
+__device__ __forceinline__ void locate(const rngx_layout &g, int64_t i, int64_t &po, int64_t &pi, int64_t &pi2,
+                                       int64_t &inner) {
+  po = pi = pi2 = 0;
   for (int d = g.nd - 1; d >= 0; --d) {
     const int64_t q = i / g.size[d], r = i - q * g.size[d];
     if (d == g.nd - 1) inner = r;
     po += r * g.so[d];
     pi += r * g.si[d];
+    pi2 += r * g.si2[d];
     i = q;
   }
 }
 
 template <class Op>
-__global__ void __launch_bounds__(kThreads)
-    strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, rngx_layout g) {
+__global__ void __launch_bounds__(kThreads) strided_kernel(Op op, Keys keys, typename Op::T *out,
+                                                           const typename Op::T *in, const typename Op::T *in2,
+                                                           int64_t n, rngx_layout g) {
   using T = typename Op::T;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
@@ -296,9 +333,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
-    int64_t po[4] = {}, pi, inner = 0;
-    T x[4] = {}, y[4];
-    locate(g, i0, po[0], pi, inner);
+    int64_t po[4] = {}, pi, pi2, inner = 0;
+    T x[4] = {}, x2[4] = {}, y[4];
+    locate(g, i0, po[0], pi, pi2, inner);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       if (i0 + j >= n) break;
@@ -307,13 +344,15 @@ __global__ void __launch_bounds__(kThreads)
         if (++inner < g.size[last]) {
           po[j] += g.so[last];
           pi += g.si[last];
+          pi2 += g.si2[last];
         } else {
-          locate(g, i0 + j, po[j], pi, inner);
+          locate(g, i0 + j, po[j], pi, pi2, inner);
         }
       }
       if (Op::kReads) x[j] = in[pi];
+      if (Op::kReads > 1) x2[j] = in2[pi2];
     }
-    group_values(op, keys, seed0, offset0, i0, x, y);
+    group_values(op, keys, seed0, offset0, i0, x, x2, y);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (i0 + j < n) out[po[j]] = y[j];
@@ -356,22 +395,26 @@ int launch(const Op &op, const rngx_job *job, void *stream_ptr) {
   const Keys st = keys_of(job);
   T *out = (T *)job->out.data;
   const T *in = Op::kReads ? (const T *)job->in.data : nullptr;
+  const T *in2 = Op::kReads > 1 ? (const T *)job->in2.data : nullptr;
   rngx_layout c;
   rngx_collapse(job, Op::kReads, &c);
-  const bool reads = Op::kReads;
-  if (c.nd == 1 && c.so[0] == 1 && (!reads || c.si[0] == 1)) {
+  const int reads = Op::kReads;
+  // Whether dim d runs along memory for every operand.
+  const auto unit = [&](int d) { return c.so[d] == 1 && (reads < 1 || c.si[d] == 1) && (reads < 2 || c.si2[d] == 1); };
+  if (c.nd == 1 && unit(0)) {
     const uintptr_t a = Wide<T>::kBytes - 1;
-    const bool wide = ((uintptr_t)out & a) == 0 && (!reads || ((uintptr_t)in & a) == 0);
-    RNGX_LAUNCH(contiguous_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, n, wide);
-  } else if ((c.nd == 2 || c.nd == 3) && c.so[c.nd - 2] == 1 && (!reads || c.si[c.nd - 2] == 1)) {
+    const bool wide = ((uintptr_t)out & a) == 0 && (reads < 1 || ((uintptr_t)in & a) == 0) &&
+                      (reads < 2 || ((uintptr_t)in2 & a) == 0);
+    RNGX_LAUNCH(contiguous_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, in2, n, wide);
+  } else if ((c.nd == 2 || c.nd == 3) && unit(c.nd - 2)) {
     const int l = c.nd - 1;
     const Transposed g = {c.nd == 3 ? c.size[0] : 1, c.size[l - 1], c.size[l], c.nd == 3 ? c.so[0] : 0,
-                          c.so[l], c.nd == 3 ? c.si[0] : 0, c.si[l]};
+                          c.so[l], c.nd == 3 ? c.si[0] : 0, c.si[l], c.nd == 3 ? c.si2[0] : 0, c.si2[l]};
     const dim3 grid(clamp_dim((g.L + kTile - 1) / kTile, INT32_MAX), clamp_dim((g.C + kTile - 1) / kTile, 65535),
                     clamp_dim(g.N, 65535));
-    RNGX_LAUNCH(transposed_kernel<Op>, grid, dim3(kTile, kRows), stream, op, st, out, in, g);
+    RNGX_LAUNCH(transposed_kernel<Op>, grid, dim3(kTile, kRows), stream, op, st, out, in, in2, g);
   } else {
-    RNGX_LAUNCH(strided_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, n, c);
+    RNGX_LAUNCH(strided_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, in2, n, c);
   }
   return (int)cudaGetLastError();
 }

@@ -95,31 +95,43 @@
 /* PAIRS: elements 2p and 2p + 1 of a key's stream from pair p's 2K words. A span that starts on a pair's second
  * element (`odd`) or ends on a pair's first reads the pair's other words just outside its own: the walk fills
  * whole blocks around a span, and a pair never straddles a block. The pairs in between run as one loop with no
- * branch, so it vectorizes. */
+ * branch, so it vectorizes. A paired kernel that reads inputs (normal_tensor: two) gets each element's, as
+ * rngx_<kernel>_pair_<dtype>(&p, w, xc, xs, yc, ys, &c, &s): the even element's and the odd one's; an element outside
+ * the span gets the other's, and its value is not stored. */
+#define RNGX_PAIR_CALL_0(kernel, sfx, pp, w, xc, xs, yc, ys, c, s) rngx_##kernel##_pair_##sfx(pp, w, c, s)
+#define RNGX_PAIR_CALL_2(kernel, sfx, pp, w, xc, xs, yc, ys, c, s) \
+  rngx_##kernel##_pair_##sfx(pp, w, xc, xs, yc, ys, c, s)
 #define RNGX_SPAN_PAIRS(kernel, sfx, T, K, reads)                                                                 \
-  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int odd, int64_t n, T *o, int64_t so) {   \
+  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int odd, int64_t n, T *o, int64_t so,     \
+                                       const T *x, int64_t si, const T *y, int64_t si2) {                         \
+    (void)x, (void)si, (void)y, (void)si2; /* read by a kernel that reads inputs */                               \
     const int64_t first = odd && n > 0, pairs = (n - first) / 2;                                                  \
     T c, s;                                                                                                       \
     if (first) {                                                                                                  \
-      rngx_##kernel##_pair_##sfx(&p, w - (K), &c, &s);                                                            \
+      RNGX_CAT(RNGX_PAIR_CALL_, reads)(kernel, sfx, &p, w - (K), x[0], x[0], y[0], y[0], &c, &s);                \
       o[0] = s;                                                                                                   \
     }                                                                                                             \
     for (int64_t q = 0; q < pairs; ++q) {                                                                         \
       const int64_t j = first + 2 * q;                                                                            \
       T cj, sj;                                                                                                   \
-      rngx_##kernel##_pair_##sfx(&p, w + (K) * j, &cj, &sj);                                                      \
+      RNGX_CAT(RNGX_PAIR_CALL_, reads)(kernel, sfx, &p, w + (K) * j, x[j * si], x[(j + 1) * si], y[j * si2],      \
+                                       y[(j + 1) * si2], &cj, &sj);                                               \
       o[j * so] = cj;                                                                                             \
       o[(j + 1) * so] = sj;                                                                                       \
     }                                                                                                             \
     const int64_t j = first + 2 * pairs;                                                                          \
     if (j < n) {                                                                                                  \
-      rngx_##kernel##_pair_##sfx(&p, w + (K) * j, &c, &s);                                                        \
+      RNGX_CAT(RNGX_PAIR_CALL_, reads)(kernel, sfx, &p, w + (K) * j, x[j * si], x[j * si], y[j * si2],            \
+                                       y[j * si2], &c, &s);                                                       \
       o[j * so] = c;                                                                                              \
     }                                                                                                             \
   }                                                                                                               \
   RNGX_CLONES FLAT static void kernel##_##sfx(const rngx_op *op, const rngx_span *r) {                            \
-    if (r->so == 1) kernel##_##sfx##_run(op->p, r->w, r->odd, r->n, r->out, 1);                                    \
-    else kernel##_##sfx##_run(op->p, r->w, r->odd, r->n, r->out, r->so);                                           \
+    const T *x = (const T *)r->in, *y = (const T *)r->in2;                                                        \
+    if (r->so == 1 && ((reads) < 1 || r->si == 1) && ((reads) < 2 || r->si2 == 1))                                \
+      kernel##_##sfx##_run(op->p, r->w, r->odd, r->n, r->out, 1, x, 1, y, 1);                                      \
+    else                                                                                                          \
+      kernel##_##sfx##_run(op->p, r->w, r->odd, r->n, r->out, r->so, x, r->si, y, r->si2);                         \
   }
 
 /* The loop for a job's dtype (and, for DTYPE_INT, its range). */
@@ -152,12 +164,12 @@ RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
 
 /* ---- the other ops' elementwise kernels ---- */
 
-#define RNGX_CPU_KERNEL(kernel, types, reads, words)                                                              \
-  RNGX_FOR_##types(RNGX_SPAN_ELEMENTS, kernel, reads, words)                                                    \
+#define RNGX_CPU_KERNEL(kernel, types, reads, words, form)                                                        \
+  RNGX_FOR_##types(RNGX_SPAN_##form, kernel, reads, words)                                                      \
   void rngx_##kernel(const rngx_job *job, int64_t begin, int64_t end) {                                           \
     const rngx_params none = {0};                                                                                 \
     const rngx_op op = {.loop = RNGX_LOOP_##types(kernel, job->dtype, &none, words), .reads_input = reads,        \
-                        .k = rngx_##kernel##_words(job->dtype), .p = none};                                       \
+                        .k = rngx_##kernel##_words(job->dtype), .paired = RNGX_PAIRED_##form, .p = none};         \
     rngx_execute(job, &op, begin, end);                                                                           \
   }
 RNGX_DEVICE_KERNELS(RNGX_CPU_KERNEL)

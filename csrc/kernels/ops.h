@@ -39,10 +39,11 @@ typedef struct {
 
 typedef struct {
   rngx_keys keys;
-  rngx_dtype dtype;      /* of out, and of in where the op reads one */
+  rngx_dtype dtype;      /* of out, and of the inputs the op reads */
   int ndim;              /* <= RNGX_MAX_DIMS */
-  const int64_t *sizes;  /* the logical shape, shared by out and in */
+  const int64_t *sizes;  /* the logical shape, shared by out and the inputs */
   rngx_operand out, in;
+  rngx_operand in2;      /* an op's second input (normal_tensor's std) */
 } rngx_job;
 
 /* The job's dims with size-1 dims dropped and each dim merged into its inner neighbour where, for both
@@ -53,9 +54,11 @@ typedef struct {
   int nd;
   int64_t size[RNGX_MAX_DIMS];
   int64_t so[RNGX_MAX_DIMS], si[RNGX_MAX_DIMS]; /* out and in strides, in elements; si is 0 without an input */
+  int64_t si2[RNGX_MAX_DIMS];                   /* in2's, 0 without a second input */
 } rngx_layout;
 
-void rngx_collapse(const rngx_job *job, int reads_input, rngx_layout *l);
+/* reads: the inputs the op reads, 0, 1 (in) or 2 (in and in2). */
+void rngx_collapse(const rngx_job *job, int reads, rngx_layout *l);
 
 /* Makes `keys` (set up for the global tensor's batch dims: key_dims, key_strides, pairs) describe the block of
  * `sizes` at global_start inside a tensor of global_shape, so each element gets the words its global index has
@@ -120,7 +123,7 @@ RNGX_SAMPLERS(RNGX_DECLARE_SAMPLER)
 #undef RNGX_DECLARE_SAMPLER
 
 /* The other ops' elementwise kernels (op_table.h: RNGX_DEVICE_KERNELS, which says what each reads from in). */
-#define RNGX_DECLARE_KERNEL(kernel, types, reads, words)                                                            \
+#define RNGX_DECLARE_KERNEL(kernel, types, reads, words, form)                                                      \
   static inline int rngx_##kernel##_words(rngx_dtype dtype) { return RNGX_WORDS_##types(dtype, 0, words); }      \
   void rngx_##kernel(const rngx_job *job, int64_t begin, int64_t end);
 RNGX_DEVICE_KERNELS(RNGX_DECLARE_KERNEL)

@@ -15,18 +15,25 @@ namespace rngx {
   struct kernel##_##sfx {                                                                                         \
     using T = T_;                                                                                                 \
     static constexpr int K = K_;                                                                                  \
-    static constexpr bool kReads = reads;                                                                         \
+    static constexpr int kReads = reads;                                                                          \
     rngx_params p;                                                                                                \
     __device__ T operator()(T x, const uint32_t *w) const { return rngx_##kernel##_element_##sfx(&p, w, x); }    \
   };
+// A paired kernel that reads two inputs (normal_tensor) takes each element's: the even one's and the odd one's.
+#define RNGX_CUDA_PAIR_0(kernel, sfx)                                                                             \
+  __device__ void pair(const uint32_t *w, T &c, T &s) const { rngx_##kernel##_pair_##sfx(&p, w, &c, &s); }
+#define RNGX_CUDA_PAIR_2(kernel, sfx)                                                                             \
+  __device__ void pair(const uint32_t *w, T xc, T xs, T yc, T ys, T &c, T &s) const {                             \
+    rngx_##kernel##_pair_##sfx(&p, w, xc, xs, yc, ys, &c, &s);                                                    \
+  }
 #define RNGX_CUDA_PAIRS(kernel, sfx, T_, K_, reads)                                                               \
   struct kernel##_##sfx {                                                                                         \
     using T = T_;                                                                                                 \
     static constexpr int K = K_;                                                                                  \
-    static constexpr bool kReads = reads;                                                                         \
+    static constexpr int kReads = reads;                                                                          \
     static constexpr bool kPaired = true;                                                                         \
     rngx_params p;                                                                                                \
-    __device__ void pair(const uint32_t *w, T &c, T &s) const { rngx_##kernel##_pair_##sfx(&p, w, &c, &s); }     \
+    RNGX_CAT(RNGX_CUDA_PAIR_, reads)(kernel, sfx)                                                                 \
   };
 
 // One launch per job, by its dtype (and, for an int64 output past the row's narrow range, the wide form).
@@ -98,9 +105,9 @@ __global__ void fold_in_kernel(const int64_t *keys, int64_t n, const int64_t *da
   }
 RNGX_SAMPLERS(RNGX_CUDA_SAMPLER)
 
-#define RNGX_CUDA_KERNEL(kernel, types, reads, words)                                                             \
+#define RNGX_CUDA_KERNEL(kernel, types, reads, words, form)                                                       \
   namespace rngx {                                                                                                \
-  RNGX_FOR_##types(RNGX_CUDA_ELEMENTS, kernel, reads, words)                                                      \
+  RNGX_FOR_##types(RNGX_CUDA_##form, kernel, reads, words)                                                        \
   }                                                                                                               \
   extern "C" int rngx_cuda_##kernel(const rngx_job *job, void *stream) {                                          \
     using namespace rngx;                                                                                         \

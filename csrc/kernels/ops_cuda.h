@@ -22,7 +22,8 @@ extern "C" {
 RNGX_SAMPLERS(RNGX_DECLARE_CUDA_SAMPLER)
 #undef RNGX_DECLARE_CUDA_SAMPLER
 /* The other ops' elementwise kernels, as rngx_<kernel> in ops.h. */
-#define RNGX_DECLARE_CUDA_KERNEL(kernel, types, reads, words) int rngx_cuda_##kernel(const rngx_job *job, void *stream);
+#define RNGX_DECLARE_CUDA_KERNEL(kernel, types, reads, words, form) \
+  int rngx_cuda_##kernel(const rngx_job *job, void *stream);
 RNGX_DEVICE_KERNELS(RNGX_DECLARE_CUDA_KERNEL)
 #undef RNGX_DECLARE_CUDA_KERNEL
 /* rngx_split and rngx_fold_in (ops.h) on device pointers. */

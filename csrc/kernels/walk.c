@@ -38,16 +38,17 @@ static int64_t element_size(rngx_dtype dtype) {
 /* The memory offsets (elements) of a row's first element, and the row's index over the outer dims. */
 typedef struct {
   int64_t idx[RNGX_MAX_DIMS];
-  int64_t out, in;
+  int64_t out, in, in2;
 } rngx_cursor;
 
 static void cursor_seek(const rngx_layout *l, int64_t row, rngx_cursor *c) {
-  c->out = c->in = 0;
+  c->out = c->in = c->in2 = 0;
   for (int d = l->nd - 2; d >= 0; --d) {
     c->idx[d] = row % l->size[d];
     row /= l->size[d];
     c->out += c->idx[d] * l->so[d];
     c->in += c->idx[d] * l->si[d];
+    c->in2 += c->idx[d] * l->si2[d];
   }
 }
 
@@ -55,9 +56,11 @@ static void cursor_next(const rngx_layout *l, rngx_cursor *c) {
   for (int d = l->nd - 2; d >= 0; --d) {
     c->out += l->so[d];
     c->in += l->si[d];
+    c->in2 += l->si2[d];
     if (++c->idx[d] < l->size[d]) return;
     c->out -= l->size[d] * l->so[d];
     c->in -= l->size[d] * l->si[d];
+    c->in2 -= l->size[d] * l->si2[d];
     c->idx[d] = 0;
   }
 }
@@ -129,12 +132,25 @@ static int64_t batch_room(const rngx_walk *wk, int64_t i) {
 /* Whether element i's stream index is odd (paired ops: the second of its pair). */
 static int odd_at(const rngx_walk *wk, int64_t i) { return (int)(lane_of(wk, i) / (uint64_t)wk->k) & 1; }
 
-/* The op's loop on n elements of one row from column col, whose row starts at memory offsets (out, in). */
-static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t out, int64_t in, int64_t col, int odd) {
+/* The op's loop on n elements of one row from column col, whose row starts at memory offsets `at` (out, in,
+ * in2). */
+typedef struct {
+  int64_t out, in, in2;
+} rngx_row;
+
+static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, rngx_row at, int64_t col, int odd) {
   const rngx_layout *l = wk->l;
-  const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1];
-  const rngx_span r = {w, n, so, si, (char *)wk->job->out.data + (out + col * so) * wk->size,
-                      wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0, odd};
+  const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1], si2 = l->si2[l->nd - 1];
+  const int reads = wk->op->reads_input;
+  const rngx_span r = {w,
+                       n,
+                       so,
+                       si,
+                       (char *)wk->job->out.data + (at.out + col * so) * wk->size,
+                       reads > 0 ? (const char *)wk->job->in.data + (at.in + col * si) * wk->size : 0,
+                       odd,
+                       reads > 1 ? (const char *)wk->job->in2.data + (at.in2 + col * si2) * wk->size : 0,
+                       si2};
   wk->op->loop(wk->op, &r);
 }
 
@@ -152,7 +168,7 @@ static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
     const int odd = wk->op->paired && odd_at(wk, i);
     for (int64_t j = 0; j < n;) {
       const int64_t len = min64(row_len - col, n - j);
-      span_at(wk, w + wk->k * j, len, c.out, c.in, col, odd ^ (int)(j & 1));
+      span_at(wk, w + wk->k * j, len, (rngx_row){c.out, c.in, c.in2}, col, odd ^ (int)(j & 1));
       j += len;
       col += len;
       if (col == row_len) {
@@ -167,15 +183,14 @@ static void walk_batches(const rngx_walk *wk, int64_t begin, int64_t end) {
 /* Tiles of TILE_ROWS rows by TILE_WORDS words per row, each row's piece clipped to [begin, end). */
 static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
   uint32_t buf[HEAD + TILE_WORDS + 8];
-  int64_t out_row[TILE_ROWS], in_row[TILE_ROWS];
+  rngx_row row_at[TILE_ROWS];
   const int64_t row_len = wk->l->size[wk->l->nd - 1], width = TILE_WORDS / wk->k, last_row = (end - 1) / row_len;
   rngx_cursor c;
   cursor_seek(wk->l, begin / row_len, &c);
   for (int64_t row = begin / row_len; row <= last_row; row += TILE_ROWS) {
     const int rows = (int)min64(TILE_ROWS, last_row - row + 1);
     for (int t = 0; t < rows; ++t) {
-      out_row[t] = c.out;
-      in_row[t] = c.in;
+      row_at[t] = (rngx_row){c.out, c.in, c.in2};
       cursor_next(wk->l, &c);
     }
     for (int64_t col = 0; col < row_len; col += width) {
@@ -184,7 +199,7 @@ static void walk_tiles(const rngx_walk *wk, int64_t begin, int64_t end) {
         const int64_t hi = min64(start + min64(col + width, row_len), end);
         for (int64_t lo = max64(start + col, begin), n; lo < hi; lo += n) {
           n = min64(hi - lo, batch_room(wk, lo));
-          span_at(wk, words_for(wk, lo, n, buf), n, out_row[t], in_row[t], lo - start, wk->op->paired && odd_at(wk, lo));
+          span_at(wk, words_for(wk, lo, n, buf), n, row_at[t], lo - start, wk->op->paired && odd_at(wk, lo));
         }
       }
     }
@@ -196,7 +211,8 @@ void rngx_execute(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t
   if (begin >= end) return;
   rngx_collapse(job, op->reads_input, &l);
   const rngx_walk wk = {job, op, &l, op->k, element_size(job->dtype)};
-  const int strided = l.so[l.nd - 1] != 1 || (op->reads_input && l.si[l.nd - 1] != 1);
+  const int strided = l.so[l.nd - 1] != 1 || (op->reads_input > 0 && l.si[l.nd - 1] != 1) ||
+                      (op->reads_input > 1 && l.si2[l.nd - 1] != 1);
   if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)
     walk_tiles(&wk, begin, end);
   else

@@ -86,7 +86,11 @@ static rngx_keys keys_of(const key_cfg *kc, int ndim, const int64_t *sizes, uint
   return k;
 }
 
-typedef enum { OP_BITS, OP_UNIFORM, OP_NOISE, OP_DROPOUT, OP_NORMAL, OP_TRUNCNORM, OP_BERNOULLI, OP_BERNOULLI_P, OP_RANDINT } op_kind;
+typedef enum {
+  OP_BITS, OP_UNIFORM, OP_NOISE, OP_DROPOUT, OP_NORMAL, OP_TRUNCNORM, OP_BERNOULLI, OP_BERNOULLI_P, OP_RANDINT,
+  OP_NORMAL_TENSOR, OP_ALPHA_DROPOUT, OP_RRELU, OP_CAUCHY, OP_LOG_NORMAL, OP_GEOMETRIC, /* issue 43's */
+  OP_LAST = OP_GEOMETRIC
+} op_kind;
 
 static int integer_op(int op) { return op == OP_BITS || op == OP_RANDINT; }
 
@@ -136,6 +140,27 @@ static void run_op(op_kind op, const rngx_job *job, int64_t numel, const int64_t
         else CHECK(rngx_randint_params(job->dtype, INT64_MIN, INT64_MAX, -7, 194, &p) == NULL); /* the bits of any width */
         rngx_randint(job, &p, begin, end);
         break;
+      case OP_NORMAL_TENSOR: rngx_normal_tensor(job, begin, end); break; /* mean and std: the input, both */
+      case OP_ALPHA_DROPOUT:
+        CHECK(rngx_alpha_dropout_params(job->dtype, 0.3, &p) == NULL);
+        rngx_alpha_dropout(job, &p, begin, end);
+        break;
+      case OP_RRELU:
+        CHECK(rngx_rrelu_params(job->dtype, 0.125, 1.0 / 3, &p) == NULL);
+        rngx_rrelu(job, &p, begin, end);
+        break;
+      case OP_CAUCHY:
+        CHECK(rngx_cauchy_params(job->dtype, 0.5, 2.0, &p) == NULL);
+        rngx_cauchy(job, &p, begin, end);
+        break;
+      case OP_LOG_NORMAL:
+        CHECK(rngx_log_normal_params(job->dtype, 0.25, 1.5, &p) == NULL);
+        rngx_log_normal(job, &p, begin, end);
+        break;
+      case OP_GEOMETRIC:
+        CHECK(rngx_geometric_params(job->dtype, 0.3, &p) == NULL);
+        rngx_geometric(job, &p, begin, end);
+        break;
     }
     if (end == numel) return;
     begin = end;
@@ -154,7 +179,7 @@ static unsigned char *op_output(op_kind op, rngx_dtype dt, const rngx_keys *keys
   else
     for (size_t b = elsize(dt) - 1; b < bytes; b += elsize(dt)) in[b] &= 0xBF;
   const rngx_job job = {.keys = *keys, .dtype = dt, .ndim = ndim, .sizes = sizes, .out = {out, strides},
-                        .in = {in, strides}};
+                        .in = {in, strides}, .in2 = {in, strides}};
   run_op(op, &job, numel, cuts);
   free(in);
   return out;
@@ -184,7 +209,7 @@ static void check_ops_against_scalar(rngx_simd path) {
                                       RNGX_BITS8,   RNGX_BITS16,   RNGX_BITS32,   RNGX_BITS64};
   static const uint64_t offsets[] = {0, 3, 0 - 6ull};
   for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
-    for (int op = OP_BITS; op <= OP_RANDINT; ++op) {
+    for (int op = OP_BITS; op <= OP_LAST; ++op) {
       const rngx_dtype dt = dtypes[d];
       if ((dt >= RNGX_BITS8) != integer_op(op)) continue;
       for (size_t k = 0; k < sizeof KEY_CFGS / sizeof *KEY_CFGS; ++k)

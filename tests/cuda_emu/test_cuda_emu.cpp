@@ -1,6 +1,7 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
 // must write exactly the C kernels' bytes (csrc/kernels/loops.c) for every op (normal, truncated normal, bernoulli
-// with a scalar and a per-element p, randint, exponential and multinomial's race included), dtype (bits and randint at 8/16/32/64 bits
+// with a scalar and a per-element p, randint, exponential, multinomial's race, and normal with tensor mean and std,
+// alpha dropout, rrelu, cauchy, log_normal and geometric included), dtype (bits and randint at 8/16/32/64 bits
 // too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
 // memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
 // apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. And the CUDA kernels give stream
@@ -212,7 +213,10 @@ Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t se
 
 // ---- running ----
 
-enum Op { BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE };
+enum Op {
+  BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE,
+  NORMAL_TENSOR, ALPHA_DROPOUT, RRELU, CAUCHY, LOG_NORMAL, GEOMETRIC  // issue 43's
+};
 
 // The op's parameters, derived once on the host (rngx_*_params) and read by both kernels. randint's are the
 // kernels' numbers themselves (low, and a range up to 2^64 - 1 from any low).
@@ -227,6 +231,11 @@ rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
   if (op == EXPONENTIAL) refused = rngx_exponential_params(dt, a, &p);
   if (op == TRUNCNORM) refused = rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p);
   if (op == RANDINT) p.low = (uint64_t)(int64_t)a, p.range = (uint64_t)b;
+  if (op == ALPHA_DROPOUT) refused = rngx_alpha_dropout_params(dt, a, &p);
+  if (op == RRELU) refused = rngx_rrelu_params(dt, a, b, &p);
+  if (op == CAUCHY) refused = rngx_cauchy_params(dt, a, b, &p);
+  if (op == LOG_NORMAL) refused = rngx_log_normal_params(dt, a, b, &p);
+  if (op == GEOMETRIC) refused = rngx_geometric_params(dt, a, &p);
   if (refused != nullptr) std::abort();
   return p;
 }
@@ -244,6 +253,12 @@ void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
   if (op == RANDINT) rngx_randint(&job, &p, 0, n);
   if (op == EXPONENTIAL) rngx_exponential(&job, &p, 0, n);
   if (op == RACE) rngx_race(&job, 0, n);
+  if (op == NORMAL_TENSOR) rngx_normal_tensor(&job, 0, n);
+  if (op == ALPHA_DROPOUT) rngx_alpha_dropout(&job, &p, 0, n);
+  if (op == RRELU) rngx_rrelu(&job, &p, 0, n);
+  if (op == CAUCHY) rngx_cauchy(&job, &p, 0, n);
+  if (op == LOG_NORMAL) rngx_log_normal(&job, &p, 0, n);
+  if (op == GEOMETRIC) rngx_geometric(&job, &p, 0, n);
 }
 
 int run_cuda(Op op, const rngx_job &job, double a, double b) {
@@ -258,12 +273,19 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
   if (op == RANDINT) return rngx_cuda_randint(&job, nullptr, &p);
   if (op == EXPONENTIAL) return rngx_cuda_exponential(&job, nullptr, &p);
   if (op == RACE) return rngx_cuda_race(&job, nullptr);
+  if (op == NORMAL_TENSOR) return rngx_cuda_normal_tensor(&job, nullptr);
+  if (op == ALPHA_DROPOUT) return rngx_cuda_alpha_dropout(&job, nullptr, &p);
+  if (op == RRELU) return rngx_cuda_rrelu(&job, nullptr, &p);
+  if (op == CAUCHY) return rngx_cuda_cauchy(&job, nullptr, &p);
+  if (op == LOG_NORMAL) return rngx_cuda_log_normal(&job, nullptr, &p);
+  if (op == GEOMETRIC) return rngx_cuda_geometric(&job, nullptr, &p);
   return rngx_cuda_dropout(&job, nullptr, &p);
 }
 
 const char *op_name(Op op) {
   static const char *const names[] = {"bits", "uniform", "noise", "dropout", "normal", "truncnorm", "bernoulli",
-                                      "bernoulli_p", "randint", "exponential", "race"};
+                                      "bernoulli_p", "randint", "exponential", "race", "normal_tensor",
+                                      "alpha_dropout", "rrelu", "cauchy", "log_normal", "geometric"};
   return names[op];
 }
 
@@ -277,8 +299,11 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
   for (int64_t s : L.sizes) n *= s;
   const int64_t es = elem_size(dt), out_n = extent(L.sizes, L.out_strides);
   std::vector<unsigned char> in = make_input(dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng);
+  // normal_tensor's std (its second input): the same layout as its mean, other values, no NaN (a NaN std scales
+  // as any value would: left out for the real GPU's canonical NaN, as above)
+  std::vector<unsigned char> in2 = make_input(dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng);
   std::vector<unsigned char> cpu(out_n * es + 64, 0xAB);
-  const Dev<unsigned char> d_in(in), d_out(cpu), d_out_val(cpu);
+  const Dev<unsigned char> d_in(in), d_in2(in2), d_out(cpu), d_out_val(cpu);
   const Dev<int64_t> d_pairs(K.pairs);
   rngx_job job{};
   job.keys = K.keys;
@@ -287,10 +312,13 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
   job.sizes = L.sizes.data();
   job.in = {in.data() + L.in_shift * es, L.in_strides.data()};
   job.out = {cpu.data(), L.out_strides.data()};
-  const bool no_input = op == BERNOULLI;  // bernoulli with a scalar p: no input operand at all
+  // ops with no input operand at all: bernoulli with a scalar p, and the like-samplers of issue 43
+  const bool no_input = op == BERNOULLI || op == CAUCHY || op == LOG_NORMAL || op == GEOMETRIC;
   if (no_input) job.in.data = nullptr;
+  if (op == NORMAL_TENSOR) job.in2 = {in2.data() + L.in_shift * es, L.in_strides.data()};
   run_cpu(op, job, n, a, b);
   job.in.data = no_input ? nullptr : d_in.get() + L.in_shift * es;
+  if (op == NORMAL_TENSOR) job.in2.data = d_in2.get() + L.in_shift * es;
   job.out.data = d_out.get();
   job.keys.pairs = d_pairs.get() + (K.keys.pairs - K.pairs.data());  // a global view starts inside the state
   CHECK(run_cuda(op, job, a, b) == 0);
@@ -325,7 +353,16 @@ void compare_all_ops(const Layout &L, const Keys &K, bool single, const char *ke
     compare(BERNOULLI_P, dt, L, K, single, 0, 0, keys_name, rng);  // p from the input's values
     compare(EXPONENTIAL, dt, L, K, single, 1.5, 0, keys_name, rng);
     if (dt == RNGX_FLOAT64) compare(RACE, dt, L, K, single, 0, 0, keys_name, rng);  // weights: the input's values
+    compare(NORMAL_TENSOR, dt, L, K, single, 0, 0, keys_name, rng);  // mean and std: the two inputs' values
+    compare(ALPHA_DROPOUT, dt, L, K, single, 0.3, 0, keys_name, rng);
+    compare(RRELU, dt, L, K, single, 0.125, 1.0 / 3, keys_name, rng);
+    compare(CAUCHY, dt, L, K, single, 0.5, 2.0, keys_name, rng);
+    compare(LOG_NORMAL, dt, L, K, single, 0.25, 1.5, keys_name, rng);
+    compare(GEOMETRIC, dt, L, K, single, 0.3, 0, keys_name, rng);
     if (!full) continue;
+    compare(ALPHA_DROPOUT, dt, L, K, single, 1.0, 0, keys_name, rng);   // x * 0
+    compare(GEOMETRIC, dt, L, K, single, 1e-5, 0, keys_name, rng);      // counts past float16's range
+    compare(LOG_NORMAL, dt, L, K, single, 700.0, 30.0, keys_name, rng); // exp's overflow and underflow
     // rates whose E / rate overflows or underflows float32 (1e-38, 1e44) or float64 (1e-310): the clamps
     for (double rate : {1e-38, 1e44, 1e-310}) compare(EXPONENTIAL, dt, L, K, single, rate, 0, keys_name, rng);
     compare(NOISE, dt, L, K, single, 0.375, 0, keys_name, rng);
@@ -554,15 +591,16 @@ void check_kat() {
     std::vector<int64_t> strides(c.ndim, 1), pos(c.ndim, 0), key_strides(1, 2);
     for (int d = c.ndim - 2; d >= 0; --d) strides[d] = strides[d + 1] * c.shape[d + 1];
     const int64_t n = c.shape[0] * (c.ndim == 2 ? c.shape[1] : 1);
-    std::vector<unsigned char> in(n * es), out(n * es, 0xAB);
+    std::vector<unsigned char> in(n * es), in2(n * es), out(n * es, 0xAB);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = c.ndim == 2 ? i / c.shape[1] : 0, col = c.ndim == 2 ? i % c.shape[1] : i;
-      kat_input(dt, view ? (c.global_start[0] + r) * c.global_shape[1] + c.global_start[1] + col : i, &in[i * es],
-                op == "bernoulli_tensor");
+      const int64_t at = view ? (c.global_start[0] + r) * c.global_shape[1] + c.global_start[1] + col : i;
+      kat_input(dt, at, &in[i * es], op == "bernoulli_tensor");
+      kat_input(dt, at, &in2[i * es], true);
     }
     const std::vector<int64_t> pairs(c.keys, c.keys + 2 * c.nkeys);
     const Dev<int64_t> d_pairs(pairs);
-    const Dev<unsigned char> d_in(in), d_out(out);
+    const Dev<unsigned char> d_in(in), d_in2(in2), d_out(out);
     rngx_job job{};
     job.dtype = dt;
     job.ndim = c.ndim;
@@ -596,6 +634,25 @@ void check_kat() {
     if (op == "bernoulli_tensor") rc = rngx_cuda_bernoulli_tensor(&job, nullptr);
     if (op == "exponential" && accepted(rngx_exponential_params(dt, c.p0, &p)))
       rc = rngx_cuda_exponential(&job, nullptr, &p);
+    if (op == "alpha_dropout" && accepted(rngx_alpha_dropout_params(dt, c.p0, &p)))
+      rc = rngx_cuda_alpha_dropout(&job, nullptr, &p);
+    if (op == "rrelu" && accepted(rngx_rrelu_params(dt, c.p0, c.p1, &p))) rc = rngx_cuda_rrelu(&job, nullptr, &p);
+    if (op == "cauchy" && accepted(rngx_cauchy_params(dt, c.p0, c.p1, &p))) {
+      job.in.data = nullptr;
+      rc = rngx_cuda_cauchy(&job, nullptr, &p);
+    }
+    if (op == "log_normal" && accepted(rngx_log_normal_params(dt, c.p0, c.p1, &p))) {
+      job.in.data = nullptr;
+      rc = rngx_cuda_log_normal(&job, nullptr, &p);
+    }
+    if (op == "geometric" && accepted(rngx_geometric_params(dt, c.p0, &p))) {
+      job.in.data = nullptr;
+      rc = rngx_cuda_geometric(&job, nullptr, &p);
+    }
+    if (op == "normal_tensor") {  // mean: the input's values (kat.py: input_values), std: probabilities
+      job.in2 = {d_in2.get(), strides.data()};
+      rc = rngx_cuda_normal_tensor(&job, nullptr);
+    }
     CHECK_MSG(rc == 0, "  %s: not run\n", c.name);
     const std::vector<unsigned char> got = d_out.read();
     bool ok = c.n == n;

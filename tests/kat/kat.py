@@ -27,7 +27,8 @@ INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"
 # calls functional.<op>(first, state, *parameters) and the reference <op>_ref(shape or x, state, dtype,
 # *parameters). The first argument: "shape" (and dtype=), "like" (a tensor of the output dtype), "x" (the input
 # values in the output dtype), "like+dtype" (a float32 tensor and dtype=), "like+p" (bernoulli with the tensor p of
-# `probabilities`, in like's dtype). randint's ranges up to 2^32 take two words per element, int64's wider ones
+# `probabilities`, in like's dtype), "like+mean+std" (normal_tensor: mean `input_values`, std `probabilities`, in
+# like's dtype). randint's ranges up to 2^32 take two words per element, int64's wider ones
 # four: an entry each; exponential's clamps (docs/stream.md) an entry each, the rate taking E / rate below and above
 # every dtype's range. The ops that are not elementwise take their own first arguments (NOT_ELEMENTWISE, below).
 OPS = {
@@ -54,6 +55,16 @@ OPS = {
     "split": (("int64", "uint64"), {"num": 3}, "state"),
     "fold_in": (("int64", "uint64"), {"data": 9}, "state"),
     "fold_in_wrap": (("int64",), {"data": U64 - 2}, "state", "fold_in"),
+    # issue 43's ops: normal with the tensor mean `input_values` and std `probabilities` ("like+mean+std"); alpha
+    # dropout at p = 1 (x * 0) an entry of its own; geometric's counts past float16's range an entry of their own
+    "normal_tensor": (FLOATS, {}, "like+mean+std"),
+    "alpha_dropout": (FLOATS, {"p": 0.3}, "x"),
+    "alpha_dropout_all": (FLOATS, {"p": 1.0}, "x", "alpha_dropout"),
+    "rrelu": (FLOATS, {"lower": 0.125, "upper": 1.0 / 3}, "x"),
+    "cauchy": (FLOATS, {"median": 0.5, "sigma": 2.0}, "like"),
+    "log_normal": (FLOATS, {"mean": 0.25, "std": 1.5}, "like"),
+    "geometric": (FLOATS, {"p": 0.3}, "like"),
+    "geometric_rare": (FLOATS, {"p": 1e-5}, "like", "geometric"),
 }
 NOT_ELEMENTWISE = ("randperm", "multinomial", "split", "fold_in")  # no global view: every layout but "global"
 CATEGORIES = 9
@@ -153,6 +164,11 @@ def rngx_bits(entry, dtype, layout, device="cpu"):
         out = F.bernoulli(torch.empty(shape, dtype=tdt, device=device), st, torch.tensor(p, dtype=tdt, device=device),
                           **kwargs)
         return _bits_of(out)
+    if first == "like+mean+std":
+        block = lambda a: a if gshape is None else a[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]  # noqa: E731
+        mean, std = (torch.tensor(block(f(gshape or shape)), dtype=tdt, device=device)
+                     for f in (input_values, probabilities))
+        return _bits_of(F.normal(torch.empty(shape, dtype=tdt, device=device), st, mean, std, **kwargs))
     if first == "x":
         full = input_values(gshape or shape)
         block = full if gshape is None else full[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]
@@ -207,6 +223,8 @@ def ref_bits(entry, dtype, layout):
     state = np.array(state, dtype=np.uint64)
     if first == "like+p":  # p converted to the dtype (exact here), then compared as float64
         out = ref.bernoulli_ref(full_shape, state, dtype, probabilities(full_shape))
+    elif first == "like+mean+std":  # both exact in every dtype
+        out = ref.normal_tensor_ref(full_shape, state, dtype, input_values(full_shape), probabilities(full_shape))
     else:
         arg = input_values(full_shape).astype(ct) if first == "x" else full_shape
         out = getattr(ref, f"{op_of(entry)}_ref")(arg, state, dtype, *params.values())
