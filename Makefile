@@ -19,7 +19,7 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -Itorch_rngx/include $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
+.PHONY: all setup build test ctest pytest opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
 	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check install-check docs-check \
 	api-doc lint
 
@@ -49,7 +49,15 @@ $(VENV)/.diffusers-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+# expecttest: torch.testing._internal needs it, whose OpInfo samples tests/test_mode_opinfo.py runs under the mode.
+# A stamp of its own too.
+EXPECTTEST_VERSION ?= 0.3.0
+
+$(VENV)/.expecttest-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "expecttest==$(EXPECTTEST_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.expecttest-stamp
 
 $(SO): $(VENV)/.stamp $(SOURCES)
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
@@ -91,10 +99,15 @@ sanitize: $(SAN_TESTS)
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.expecttest-stamp
 
 pytest: $(PYTEST_DEPS)
 	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py
+
+# Every sample of torch's random OpInfos in every float dtype under torch_rngx.mode, eager and compiled with Inductor
+# (make test: every sample eager, the first compiled, float32 and bfloat16).
+opinfo-sweep: $(PYTEST_DEPS)
+	RNGX_OPINFO_ALL=1 $(KEY_REUSE_CHECKED) $(PYTEST) tests/test_mode_opinfo.py
 
 test: ctest pytest
 
