@@ -9,7 +9,7 @@ SO := torch_rngx/_C.abi3.so
 KERNELS := $(wildcard csrc/kernels/*.c)
 SOURCES := setup.py tools/build_backend.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/*.h csrc/kernels/*.h)
 # The wheels' name (make wheel) and nvcc, if any (the CUDA targets need it).
-VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' torch_rngx/_version.py)
 PLATFORM := $(shell $(PY) -c "import sysconfig; print(sysconfig.get_platform().replace('-', '_').replace('.', '_'))")
 WHEEL_NAME := torch_rngx-$(VERSION)-cp39-abi3-$(PLATFORM).whl
 NVCC := $(or $(shell command -v nvcc),$(wildcard /usr/local/cuda/bin/nvcc))
@@ -51,7 +51,8 @@ $(VENV)/.diffusers-stamp: $(VENV)/.stamp
 
 setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
 
-$(SO): $(VENV)/.stamp $(SOURCES)
+# pyproject.toml and _version.py: the installed metadata (the version importlib.metadata reports) is made here too.
+$(SO): $(VENV)/.stamp $(SOURCES) pyproject.toml torch_rngx/_version.py
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
