@@ -21,7 +21,8 @@ import warnings
 
 import torch
 
-from ._torch import comptime, current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
+from . import _torch
+from ._torch import current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
 
 active = None  # the Checker while one is on: the one flag every keyed draw tests
 
@@ -205,7 +206,7 @@ class Checker:
 def traced(key, op):
     """Under torch.compile's trace: reports a key tensor (a graph node; its values are unknown) that feeds two
     draws of one graph. Elsewhere comptime is a no-op, and in the compiled code nothing is left of it."""
-    comptime(_note_traced)
+    _torch.comptime(_note_traced)
 
 
 def _note_traced(ctx):
