@@ -248,4 +248,8 @@ def check_state_buffer(state_dict, key):
 
 
 _router.STREAMS.update((Generator, RNG))  # a call's generator: its `.state` advances
+# The names torch's argument parser prints for a type it refuses ("must be torch.Generator, not Generator" would name
+# two classes alike): given to torch, ours are named in full. __qualname__ and __module__ stay, for pickle and repr.
+Generator.__name__ = "torch_rngx.Generator"
+RNG.__name__ = "torch_rngx.nn.RNG"
 owner_of = _router.owner_of
