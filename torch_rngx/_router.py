@@ -55,7 +55,7 @@ _STREAM_ERROR = "generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG o
 
 
 def full_name(cls):
-    """A class as its users write it: torch.Generator (not torch._C's Generator), torch_rngx.Generator, builtins bare."""
+    """A class as its users write it: torch.Generator (not torch._C's), torch_rngx.Generator, builtins bare."""
     module = {"torch._C": "torch", "builtins": ""}.get(cls.__module__, cls.__module__)
     name = cls.__name__ if cls.__name__.startswith(("torch.", "torch_rngx.")) else cls.__qualname__
     return f"{module}.{name}" if module and not name.startswith(module + ".") else name
