@@ -49,6 +49,10 @@ assert not any(n.startswith("_C_cuda") for n in os.listdir(here)), os.listdir(he
 assert "torch_rngx._C_cuda" not in sys.modules
 print("quick start ran on torch", torch.__version__, "with", torch_rngx._C.__file__)
 PY
+echo "== python -m torch_rngx and --json: the bug report's fields and the self-check (exit status 1 on a failure)"
+"$py" -m torch_rngx
+"$py" -m torch_rngx --json > "$work/report.json"
+"$py" -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['ok'] and r['build']['torch'], r" "$work/report.json"
 lib=$("$py" -c "import torch_rngx; print(torch_rngx._C.__file__)")
 if readelf -d "$lib" | grep -i "NEEDED.*cuda"; then
   echo "$lib links CUDA"; exit 1

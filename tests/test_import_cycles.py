@@ -21,6 +21,7 @@ LAYERS = [
     {"_mode_routes"},
     {"_mode"},
     {"nn"},
+    {"__main__"},
 ]
 
 

@@ -103,6 +103,15 @@ current_graph_task_id: Callable[[], int] = _resolve(
 )
 
 
+def has_kernel(op: str, dispatch_key: str) -> bool:
+    """Whether the op ("rngx::uniform") has a kernel registered for the dispatch key ("CUDA")."""
+    return bool(
+        _resolve(torch, "_C._dispatch_has_kernel_for_dispatch_key", "to tell which devices have kernels")(
+            op, dispatch_key
+        )
+    )
+
+
 # ---- activation checkpointing (torch_rngx/_replay.py) ----
 # (ignore_is_tracing) -> the (pack, unpack) hooks on top of this thread's saved-tensor hook stack, or None.
 top_saved_tensors_hooks: Callable[[bool], Any] = _resolve(
