@@ -9,6 +9,7 @@ the same as one JSON object."""
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -205,8 +206,8 @@ def check_known_answers() -> list[dict]:
     finally:
         _C.set_simd(active)
     if has_kernel("rngx::uniform", "CUDA") and torch.cuda.is_available():
-        for i in range(torch.cuda.device_count()):
-            out.append(_outcome(f"known answers, cuda:{i}", lambda i=i: _known_answers(f"cuda:{i}")))
+        for device in (f"cuda:{i}" for i in range(torch.cuda.device_count())):
+            out.append(_outcome(f"known answers, {device}", functools.partial(_known_answers, device)))
     return out
 
 
