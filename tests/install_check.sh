@@ -36,7 +36,8 @@ import os
 import re
 import sys
 
-quick_start = re.search(r"^## Quick start\n+```python\n(.*?)^```", open(sys.argv[1]).read(), re.S | re.M).group(1)
+quick_start = re.search(r"^## Quick start\n+(?:<!--.*-->\n)?```python\n(.*?)^```", open(sys.argv[1]).read(),
+                        re.S | re.M).group(1)
 exec(compile(quick_start, "README.md, Quick start", "exec"))
 
 import torch

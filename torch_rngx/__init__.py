@@ -46,7 +46,7 @@ def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modul
 
 
 def include_dir() -> str:
-    """No torch counterpart. The folder of the C/CUDA headers (docs/device_api.md), for
+    """No torch counterpart. The folder of the C/CUDA headers (docs: device_api/), for
     torch.utils.cpp_extension's include_dirs: `#include <torch_rngx/elements.h>` draws our stream in host or device
     code.
 

@@ -1,5 +1,5 @@
 """torch_rngx.mode: torch's own random functions, called by code you did not write, drawing from a torch_rngx
-stream (docs/guide.md, "Any model, unchanged"; the coverage table in docs/guarantees.md).
+stream (docs: guide/, "Any model, unchanged"; the coverage table in docs: guarantees/).
 
 A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
 in one table built from torch itself on first use (_prepare):
@@ -203,7 +203,7 @@ _warned_lock = threading.Lock()
 def _message(name, reason):
     return (
         f"torch_rngx.mode: {name} is not routed and draws from torch's generator{reason}: its values are torch's, "
-        "and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
+        "and compiled code may differ from eager (docs: guarantees/, 'torch_rngx.mode')"
     )
 
 
@@ -294,7 +294,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
-    their own (docs/guide.md, "DataLoader workers").
+    their own (docs: guide/, "DataLoader workers").
 
     Example::
 

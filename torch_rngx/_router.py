@@ -140,7 +140,7 @@ FILL_CHUNK = 1 << 18
 def fill_(kind, tensor, generator, *params):
     """tensor.copy_(draw(kind, tensor, generator, *params)), the same bits and the same step. A large contiguous CPU
     tensor in plain eager code is drawn a chunk at a time, each chunk the block of the flat tensor at its offset
-    (docs/stream.md, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
+    (docs: stream/, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
     owner = owner_of(generator)  # not a hot path: the large tensors' fill
     numel = tensor.numel()
     if (

@@ -4,13 +4,13 @@ reproduces the sequence in eager and compiled code alike.
 
 Each also takes keyword-only global_shape= and global_start= (both or neither): x is then the block of a global
 tensor that starts at global_start, the call returns that block of the call on the global tensor, and the
-Generator advances by the global tensor's blocks, the same on every rank (docs/distributed.md).
+Generator advances by the global tensor's blocks, the same on every rank (docs: distributed/).
 
 The keyword arguments they share:
     generator (Generator or nn.RNG, optional): the stream to draw from, advanced in place by the blocks the call
         uses. None (the default): a fresh seed from torch's default CPU generator, as torch's own functions.
     global_shape, global_start (sequences of ints, optional): x is the block of a global tensor of that shape,
-        starting at that index (docs/distributed.md).
+        starting at that index (docs: distributed/).
     layout, device, requires_grad, memory_format, pin_memory (the *_like functions): torch's keywords of the
         function each stands in for, with torch's meaning, defaults and errors: the output's layout (torch.strided),
         device (the values do not depend on it), whether it is a leaf that requires grad, memory format
@@ -95,7 +95,7 @@ def uniform_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -129,7 +129,7 @@ def rand_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -166,7 +166,7 @@ def normal_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -200,7 +200,7 @@ def randn_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -237,7 +237,7 @@ def bernoulli_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -280,7 +280,7 @@ def randint_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): uint8, int8, int16, int32, int64, bool (high <= 2) or a float dtype;
             default x's.
 
@@ -325,7 +325,7 @@ def exponential_like(
 
     Keyword args:
         generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
-            stateful function (api.md, "Shared keyword arguments").
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -413,7 +413,8 @@ def quantize(
         means (Tensor, optional): subtracted before rounding, broadcastable to x (not used by "noise").
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 
@@ -460,7 +461,8 @@ def dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 
@@ -490,7 +492,8 @@ def dropout1d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 
@@ -520,7 +523,8 @@ def dropout2d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 
@@ -550,7 +554,8 @@ def dropout3d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 
@@ -581,7 +586,8 @@ def alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 
@@ -611,7 +617,8 @@ def feature_alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 

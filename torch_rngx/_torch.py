@@ -1,4 +1,4 @@
-"""Every private torch name torch_rngx uses, and only here (docs/deploy.md, "torch's private names").
+"""Every private torch name torch_rngx uses, and only here (docs: deploy/, "torch's private names").
 
 torch has no public API for what these do: skip autograd for one call, tell whether a torch.func transform or a
 backward pass is running, find the checkpoint region of a draw, order seed draws in compiled graphs, and so on.

@@ -1,4 +1,4 @@
-"""DTensor support: the torch_rngx ops take DTensor inputs (docs/distributed.md).
+"""DTensor support: the torch_rngx ops take DTensor inputs (docs: distributed/).
 
 Each rank computes its own block of the op on the global tensor, from its local shape and global offset
 (`global_view`), through the ops' global-view arguments: no communication, and the values do not depend on the

@@ -262,7 +262,7 @@ def convert(
     (the i-th replaced module starts at functional.fold_in(key(s), i)), and forward's routed calls the stream
     `rngx_state` of the model (fold_in(key(s), 2^64 - 1)), also in state_dict; generator= shares a Generator or
     nn.RNG; neither draws from torch's default generator. Other state_dict keys stay the original model's, so the
-    original model's checkpoints load strictly: each stream they lack starts where seed= put it (docs/guide.md §6).
+    original model's checkpoints load strictly: each stream they lack starts where seed= put it (docs: guide/ §6).
 
     Args:
         model (Module): the model, changed in place.
@@ -346,7 +346,7 @@ def fold_in_(module: torch.nn.Module, data: int | torch.Tensor) -> list[str]:
     """No torch counterpart. Replaces every stream position a module holds (nn.RNG states, dropout modules'
     seed= states) by its functional.fold_in with `data`, in place; returns their state_dict names. After DDP has
     copied rank 0's buffers to every rank, fold_in_(model, rank) gives each data-parallel rank its own masks
-    (docs/training.md, "Data parallel").
+    (docs: training/, "Data parallel").
 
     Args:
         module (Module): the model whose streams to change.
