@@ -193,7 +193,8 @@ docs: $(VENV)/.docs-stamp
 docs-test: docs
 	RNGX_REQUIRE_DOCS_SITE=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_docs_site.py
 
-# CPU speed against torch (docs/performance.md): a table on stdout, benchmarks/out/bench.{json,png}.
+# CPU speed against torch (docs/performance.md; every run in benchmarks/results/perf-log.md): a table on stdout,
+# benchmarks/out/bench.{json,png}.
 bench: $(SO)
 	$(PYTHON) benchmarks/bench.py
 
