@@ -27,5 +27,6 @@ def test_references_name_pages_and_headings_that_exist():
     assert docs_names.broken_references(list(docs_names.package_strings())) == []
     found = docs_names.broken_references([
         ("a", 'docs: guide/, "Catching key reuse"'), ("b", "(docs: api/torch_rngx/, 'Shared keyword arguments')"),
-        ("c", 'docs: guide/, "No such section"'), ("d", "see docs: nowhere/"), ("e", "docs: stream/")])
-    assert [where for where, _ in found] == ["c", "d"]
+        ("c", 'docs: guide/, "No such section"'), ("d", "see docs: nowhere/"), ("e", "docs: stream/"),
+        ("f", 'see docs/guide.md, "Catching key reuse"'), ("g", 'api.md, "Shared keyword arguments"')])
+    assert [where for where, _ in found] == ["c", "d", "f", "g"]

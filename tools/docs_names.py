@@ -4,7 +4,8 @@
    messages) resolves to an attribute of the installed package: a renamed or removed function leaves no reference
    behind;
 2. every reference to the documentation site in the package's strings, written `docs: <path>` (a page's path in the
-   built site, `guide/`) and optionally followed by `, "<section>"`, names a page of docs/ and a heading on it.
+   built site, `guide/`) and optionally followed by `, "<section>"`, names a page of docs/ and a heading on it; and
+   no string names a page by its file in the repository (docs/guide.md), which an installed wheel does not have.
 
     python tools/docs_names.py          # exit status 1 and one line per stale name or reference
 
@@ -23,6 +24,7 @@ DOCS = ROOT / "docs"
 PACKAGE = ROOT / "torch_rngx"
 NAME = re.compile(r"(?<![\w./])torch_rngx(?:\.[A-Za-z_]\w*)+")
 REFERENCE = re.compile(r"docs: ((?:[a-z_]+/)+)(?:, ?[\"']([^\"']+)[\"'])?")
+REPOSITORY_PATH = re.compile(r"\b(?:docs/)?[a-z_]+\.md\b")  # a file of the repository, which no installed wheel has
 HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
 # The compiled libraries setup.py builds: a CPU build has no torch_rngx._C_cuda, which the docs name all the same.
 LIBRARIES = set(re.findall(r'Extension\(\s*"(torch_rngx\.\w+)"', (ROOT / "setup.py").read_text()))
@@ -100,6 +102,8 @@ def stale_names(texts):
 def broken_references(texts):
     found = []
     for where, text in texts:
+        for m in REPOSITORY_PATH.finditer(text):
+            found.append((where, f"{m.group(0)}: a repository path; write the site's, docs: <page>/"))
         for m in REFERENCE.finditer(" ".join(text.split())):
             path, section = m.group(1), m.group(2)
             page = page_of(path)
