@@ -128,6 +128,20 @@ static PyObject *set_simd(PyObject *self, PyObject *args) {
   return NULL;
 }
 
+/* ---- what this library was built with (python -m torch_rngx prints it) ---- */
+#ifndef RNGX_BUILT_WITH_TORCH
+#define RNGX_BUILT_WITH_TORCH "unknown" /* setup.py defines it; a build by other means says so */
+#endif
+#define RNGX_STRING(x) #x
+#define RNGX_EXPANDED(x) RNGX_STRING(x)
+
+static PyObject *build(PyObject *self, PyObject *args) {
+  (void)self, (void)args;
+  return Py_BuildValue("{s:s,s:s,s:s,s:s}", "torch", RNGX_BUILT_WITH_TORCH, "torch_target_version",
+                       RNGX_EXPANDED(TORCH_TARGET_VERSION), "py_limited_api", RNGX_EXPANDED(Py_LIMITED_API),
+                       "compiler", __VERSION__);
+}
+
 /* ---- the checkpoint journal (journal.h), in Python: torch_rngx/_step.py gives it through set_journal ---- */
 static PyObject *hooks_on_stack; /* torch's top saved-tensor hooks (None when there are none), given False */
 static PyObject *graph_task;     /* torch's running backward pass: -1 outside one */
@@ -208,6 +222,9 @@ static PyMethodDef methods[] = {
     {"simd", simd, METH_NOARGS, "simd() -> str: the Philox path in use: 'scalar', 'avx2' or 'avx512'."},
     {"simd_paths", simd_paths, METH_NOARGS, "simd_paths() -> list[str]: the paths this build and CPU run."},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name): use that path from now on (ValueError if unsupported)."},
+    {"build", build, METH_NOARGS,
+     "build() -> dict: what this library was built with: the torch it was built against ('torch'), its stable ABI "
+     "target (TORCH_TARGET_VERSION), the CPython limited API (Py_LIMITED_API) and the C compiler."},
     {"set_journal", set_journal, METH_VARARGS,
      "set_journal(hooks_on_stack, graph_task, replay, record): the checkpoint journal that rngx::take_ consults "
      "(csrc/journal.h); the first call sets it for the life of the process."},

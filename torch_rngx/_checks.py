@@ -35,7 +35,7 @@ def tensor(t, name):
 
 def state(s, name="state", shape=None):
     """A key [seed, offset] or a batch of them, shape (*B, 2), int64 or uint64. With `shape` (the output's), a
-    batched state must have one batch dim per output dim, each 1 or the output's size (docs/stream.md)."""
+    batched state must have one batch dim per output dim, each 1 or the output's size (docs: stream/)."""
     tensor(s, name)
     if s.dtype not in STATE_DTYPES:
         raise TypeError(f"{name} must be an int64 or uint64 tensor of [seed, offset] pairs, got dtype {s.dtype}")
@@ -99,7 +99,7 @@ def float_tensor(x, name="x"):
 
 
 def same_device(x, s, name="x"):
-    """x and state on one device, except that a CPU state holding one key also serves CUDA inputs (docs/cuda.md)."""
+    """x and state on one device, except that a CPU state holding one key also serves CUDA inputs (docs: cuda/)."""
     if s.device.type == "cpu" and x.device.type == "cuda":
         if s.dim() > 1 and s.numel() > 2:
             raise ValueError(f"a batched state for {name} on {x.device} must be on that device, got one on the CPU")
@@ -195,7 +195,7 @@ def round_to(v, dtype):
 
 def interval(low, high, dtype=None):
     """low <= high, all finite; for <= 32-bit dtypes low and high rounded to the dtype, and their difference in
-    float32 rounded to it, finite too: the numbers the kernels compute with (docs/stream.md, "uniform")."""
+    float32 rounded to it, finite too: the numbers the kernels compute with (docs: stream/, "uniform")."""
     if type(low) is not float or not -math.inf < low < math.inf:
         low = real(low, "low")
     if type(high) is not float or not -math.inf < high < math.inf:
@@ -282,7 +282,7 @@ def broadcasts(t, shape, name, target):
 
 
 def global_view(shape, global_shape, global_start):
-    """A global view (docs/stream.md, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
+    """A global view (docs: stream/, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
     that starts at global_start. Returns both as lists, or (None, None) for no view."""
     if (global_shape is None) != (global_start is None):
         raise ValueError("global_shape and global_start go together: pass both or neither")

@@ -1,5 +1,5 @@
 """torch_rngx.mode: torch's own random functions, called by code you did not write, drawing from a torch_rngx
-stream (docs/guide.md, "Any model, unchanged"; the coverage table in docs/guarantees.md).
+stream (docs: guide/, "Any model, unchanged"; the coverage table in docs: guarantees/).
 
 A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
 in one table built from torch itself on first use (_prepare):
@@ -34,14 +34,13 @@ from types import FunctionType  # __torch_function__'s argument `types` hides th
 import torch
 import torch.nn.functional as TF
 
-from . import _mode_workers, _random_ops
+from . import _mode_rnn, _mode_workers, _random_ops, _torch
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_own, may_draw, random_op_of, transparent
 from ._torch import (
     TorchDispatchMode,
     builtin_namespaces,
     compiled_runtime_dirs,
-    comptime,
     dataloader_worker_loop,
     function_mode_base_enter,
     function_mode_base_exit,
@@ -124,6 +123,9 @@ def _prepare():
     with _prepared:
         if _KIND:
             return
+        # What needs torch._dynamo, done here rather than at import (_torch.py, "torch.compile").
+        never_a_compiled_frame(mode.__torch_function__.__code__)
+        _mode_rnn.prepare()
         names = _public_names()
         table: dict = {}
         functions = {f for fs in torch.overrides.get_overridable_functions().values() for f in fs}
@@ -201,7 +203,7 @@ _warned_lock = threading.Lock()
 def _message(name, reason):
     return (
         f"torch_rngx.mode: {name} is not routed and draws from torch's generator{reason}: its values are torch's, "
-        "and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
+        "and compiled code may differ from eager (docs: guarantees/, 'torch_rngx.mode')"
     )
 
 
@@ -292,7 +294,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
-    their own (docs/guide.md, "DataLoader workers").
+    their own (docs: guide/, "DataLoader workers").
 
     Example::
 
@@ -333,7 +335,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if torch.compiler.is_compiling():
                 uncovered = self.uncovered
                 if uncovered != "ignore":
-                    comptime(_unseen_traced)  # reads func and uncovered
+                    _torch.comptime(_unseen_traced)  # reads func and uncovered
                 return func(*args, **kwargs)
             kind = _LATER.get(func)
             if kind is None:
@@ -373,13 +375,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             return self._watched(func, name, False, args, kwargs)
         uncovered = self.uncovered
         if uncovered != "ignore":
-            comptime(_mark_traced)
+            _torch.comptime(_mark_traced)
         if method is not None:
             out = method(*args, **kwargs)
         else:
             out = func(*args, **kwargs)
         if uncovered != "ignore":
-            comptime(_scan_traced)
+            _torch.comptime(_scan_traced)
         return out
 
     def _watched(self, func, name, quiet, args, kwargs):
@@ -397,14 +399,14 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if uncovered == "ignore":
             return
         if torch.compiler.is_compiling():
-            comptime(_report_traced)  # reads name, reason and uncovered
+            _torch.comptime(_report_traced)  # reads name, reason and uncovered
             return
         if not _compiled_code_running():  # a compiled graph's ops pass the mode too: reported when it was traced
             _report_now(name, reason, uncovered, _eager_site())
 
     def __enter__(self):
         if torch.compiler.is_compiling():
-            comptime(_prepare_traced)
+            _torch.comptime(_prepare_traced)
         else:
             _prepare()
             if getattr(_here, "net", None) is None:
@@ -420,9 +422,6 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if self._net is not None:
                 net, self._net, _here.net = self._net, None, None
                 net.__exit__(None, None, None)
-
-
-never_a_compiled_frame(mode.__torch_function__.__code__)
 
 
 # ---- the eager net ----
@@ -461,7 +460,7 @@ class _Net(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-_COMPILED = compiled_runtime_dirs()
+_COMPILED = compiled_runtime_dirs()  # found, not imported
 
 
 def _compiled_code_running():

@@ -1,6 +1,6 @@
 """torch_rngx.mode's routes: torch's signature in, the matching torch_rngx call on the mode's generator out; None
 means "not ours, it stays torch's" (an explicit torch.Generator, out=, a layout we do not make). The table ROUTES
-is the list of routed torch functions in docs/guarantees.md; torch functions written in Python that draw only
+is the list of routed torch functions in docs: guarantees/; torch functions written in Python that draw only
 through these (nn.init's, fractional max pooling, multi-head attention) are run with the mode kept on
 (_random_ops.transparent) and need no route of their own."""
 

@@ -54,13 +54,23 @@ STREAMS: set[type] = {Owned}
 _STREAM_ERROR = "generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, got {}"
 
 
+def full_name(cls):
+    """A class as its users write it: torch.Generator (not torch._C's), torch_rngx.Generator, builtins bare."""
+    module = {"torch._C": "torch", "builtins": ""}.get(cls.__module__, cls.__module__)
+    name = cls.__name__ if cls.__name__.startswith(("torch.", "torch_rngx.")) else cls.__qualname__
+    return f"{module}.{name}" if module and not name.startswith(module + ".") else name
+
+
 def owner_of(generator):
     """The state tensor a call with this generator advances; None for generator=None."""
     if generator is None or type(generator) in STREAMS:
         return None if generator is None else generator.state
     if any(isinstance(generator, cls) for cls in STREAMS):
         return generator.state
-    raise TypeError(_STREAM_ERROR.format(type(generator).__name__))
+    got = full_name(type(generator))
+    if isinstance(generator, torch.Generator):
+        got += " (torch's generator: torch_rngx draws from a torch_rngx.Generator(seed) or nn.RNG)"
+    raise TypeError(_STREAM_ERROR.format(got))
 
 
 # Per op, without Python between the call and the C++ dispatcher: the op, its fused form, its node's apply.
@@ -130,7 +140,7 @@ FILL_CHUNK = 1 << 18
 def fill_(kind, tensor, generator, *params):
     """tensor.copy_(draw(kind, tensor, generator, *params)), the same bits and the same step. A large contiguous CPU
     tensor in plain eager code is drawn a chunk at a time, each chunk the block of the flat tensor at its offset
-    (docs/stream.md, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
+    (docs: stream/, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
     owner = owner_of(generator)  # not a hot path: the large tensors' fill
     numel = tensor.numel()
     if (

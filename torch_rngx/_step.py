@@ -7,7 +7,7 @@ Graphs record a draw as rngx::take_ (a Generator's) or rngx::seed_state (torch's
 journals and replays (_replay.py): the step of a CPU state is C++ (csrc/library.cpp), which asks the journal only
 while one may be open (the hooks given to csrc/module.c below), so a compiled graph runs no Python per draw.
 
-Threads sharing a Generator never get the same words (docs/guarantees.md, "Threads"): a CPU state steps in C++
+Threads sharing a Generator never get the same words (docs: guarantees/, "Threads"): a CPU state steps in C++
 (rngx::step_) under the one mutex that the one-call ops (uniform_from_, ...) also hold. A CUDA state steps on its
 device in stream order under take_lock: the C++ step would copy it to the host and wait (no CUDA graph could hold
 it), so take_ has a Python kernel for CUDA.

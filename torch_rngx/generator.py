@@ -39,7 +39,7 @@ class Generator:
 
     Threads may share a Generator in eager mode: each call takes its own words (a lock in rngx::take_), in an
     order that depends on scheduling; for reproducible values, or in compiled code, give each thread its own
-    (docs/guarantees.md, "Threads").
+    (docs: guarantees/, "Threads").
 
     Args:
         seed (int, optional): in [0, 2^64). None: drawn from torch's default CPU generator, so torch.manual_seed
@@ -196,7 +196,7 @@ class RNG(torch.nn.Module):
 
     def fold_in(self, data: int | Tensor) -> RNG:
         """A new RNG whose state is functional.fold_in(state, data); this one does not advance. Under DDP the
-        buffer is broadcast from rank 0, so fold in the rank for per-rank streams (docs/training.md)."""
+        buffer is broadcast from rank 0, so fold in the rank for per-rank streams (docs: training/)."""
         rng = RNG.__new__(RNG)
         torch.nn.Module.__init__(rng)
         rng.register_buffer("state", fold_in(self.state, data), persistent=True)
@@ -248,4 +248,8 @@ def check_state_buffer(state_dict, key):
 
 
 _router.STREAMS.update((Generator, RNG))  # a call's generator: its `.state` advances
+# The names torch's argument parser prints for a type it refuses ("must be torch.Generator, not Generator" would name
+# two classes alike): given to torch, ours are named in full. __qualname__ and __module__ stay, for pickle and repr.
+Generator.__name__ = "torch_rngx.Generator"
+RNG.__name__ = "torch_rngx.nn.RNG"
 owner_of = _router.owner_of
