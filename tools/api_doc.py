@@ -25,6 +25,8 @@ MODULES = {
     "torch_rngx.functional": "Stateless functions on explicit keys, like `torch.func._random`: the same key gives the "
                              "same values and is never modified. Import it as `import torch_rngx.functional as rf`.",
     "torch_rngx.testing": "torch.library.opcheck over every op, for your CI.",
+    "torch_rngx.data": "Data loading in which sample i of epoch e always sees the same randomness (docs/guide.md, "
+                       "\"Data loading\").",
     "torch_rngx.debug": "Debugging aids: the key-reuse checker (docs/guide.md, \"Catching key reuse\").",
     "torch_rngx.distributed": "DTensor support, registered by `import torch_rngx` (docs/distributed.md).",
 }
@@ -64,7 +66,8 @@ def methods(cls):
         if base in (object, torch.nn.Module) or (base is not cls and not base.__name__.startswith("_")):
             continue
         for name, member in vars(base).items():
-            if name.startswith("_") or name in seen or hasattr(torch.nn.Module, name) and name != "forward":
+            module_hook = issubclass(cls, torch.nn.Module) and hasattr(torch.nn.Module, name) and name != "forward"
+            if name.startswith("_") or name in seen or module_hook:
                 continue
             if inspect.isfunction(member) or isinstance(member, (property, staticmethod)):
                 seen[name] = member
