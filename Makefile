@@ -49,7 +49,15 @@ $(VENV)/.diffusers-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+# albumentations (OpenCV's headless wheel with it, ~180 MB installed): tests/test_data.py runs its Compose in
+# torch_rngx.data.DataLoader's workers. A stamp of its own too.
+ALBUMENTATIONS_VERSION ?= 2.0.8
+
+$(VENV)/.albumentations-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "albumentations==$(ALBUMENTATIONS_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp
 
 $(SO): $(VENV)/.stamp $(SOURCES)
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
@@ -91,7 +99,7 @@ sanitize: $(SAN_TESTS)
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp
 
 pytest: $(PYTEST_DEPS)
 	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py

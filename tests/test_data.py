@@ -4,12 +4,15 @@ point, for a dataset that draws from torch (rand, randn, randint, a torchvision-
 random and NumPy's global generator; the generators of the main process do not move; the keys are sample_keys' and
 its derivation from stream 1.0 (with known answers); bad input raises naming the argument."""
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 from torch.utils.data import Dataset, DistributedSampler, IterableDataset, SequentialSampler
 
+import data_training
 import reference as ref
 import torch_rngx
 from torch_rngx.data import DataLoader, sample_keys
@@ -152,6 +155,42 @@ def test_inside_a_mode_the_loader_is_the_same_and_the_modes_stream_does_not_move
         assert all(torch.equal(out, alone(v)) for out, (_, v) in zip(outputs, [b for e in reference for b in e]))
 
 
+class Albumented(Dataset):
+    """albumentations' Compose (RandomCrop, HorizontalFlip, GaussNoise), which draws from generators of its own,
+    seeded when it is made; with reseed, each sample reseeds it from the scope's Python random first."""
+
+    def __init__(self, reseed):
+        import albumentations
+
+        self.reseed = reseed
+        self.images = np.random.default_rng(0).random((N, 8, 8, 3), dtype=np.float32)
+        self.transform = albumentations.Compose([
+            albumentations.RandomCrop(6, 6),
+            albumentations.HorizontalFlip(p=0.5),
+            albumentations.GaussNoise(std_range=(0.05, 0.1), p=1.0),
+        ])
+
+    def __len__(self):
+        return N
+
+    def __getitem__(self, i):
+        if self.reseed:
+            self.transform.set_random_seed(random.getrandbits(32))
+        return i, torch.from_numpy(self.transform(image=self.images[i])["image"])
+
+
+def test_albumentations_reseeded_in_the_scope_gives_each_sample_its_numbers():
+    """albumentations >= 1.4.21 keeps generators of its own (docs/guide.md, "Data loading"): left alone they are copied
+    into each worker, so the batches depend on the workers; reseeded from the scope's random, they do not."""
+    def run(reseed, workers):
+        loader = DataLoader(Albumented(reseed), batch_size=BATCH, shuffle=True, seed=SEED, num_workers=workers)
+        return _epochs(loader, 2)
+
+    reseeded = run(True, 0)
+    assert _same(run(True, 2), reseeded) and _same(run(True, 0), reseeded)
+    assert not _same(run(False, 2), run(False, 0))
+
+
 def test_a_generator_given_to_a_torch_call_stays_the_users():
     class Given(Dataset):
         def __init__(self):
@@ -166,6 +205,18 @@ def test_a_generator_given_to_a_torch_call_stays_the_users():
     with torch_rngx.mode(uncovered="error"):  # not reported either: the scope's mode leaves it to torch, quietly
         got = torch.cat(list(DataLoader(Given(), batch_size=None, seed=0)))
     assert torch.equal(got, torch.rand(6, generator=torch.Generator().manual_seed(11)))
+
+
+def test_reading_a_sample_again_is_not_key_reuse():
+    """Each sample's stream starts anew, on purpose, wherever the sample is read again (a repeated epoch, another
+    loader, a rank's padding): the key-reuse checker, on in the main process and the workers, does not report it."""
+    with torch_rngx.debug.key_reuse("raise"):
+        for workers in (0, 2):
+            loader = _loader(num_workers=workers, world_size=2, rank=1)  # N = 10 over 2 ranks of 5: no padding
+            for epoch in (0, 1, 0):
+                loader.set_epoch(epoch)
+                list(loader)
+            list(DataLoader(Augmented(), batch_size=4, seed=SEED, rank=0, world_size=3, num_workers=workers))
 
 
 # ---- the keys ----
@@ -256,6 +307,27 @@ def test_resumes_the_rest_of_the_epoch_and_the_next(reference, workers, resumed_
     rest = _epochs(resumed, 1 if after == 4 else 2)
     want = [reference[1][after:], reference[2]] if after < 4 else [reference[2]]
     assert _same(rest, want)
+
+
+@pytest.mark.slow("trains twice in this process and once in each of two fresh ones, importing torch: ~20 s of CPU")
+def test_a_training_run_resumed_in_a_fresh_process_is_the_uninterrupted_one(tmp_path):
+    """2 epochs of 3 steps; stopped after step 4 (epoch 1, one batch in), saved to one file, resumed by a fresh process
+    with the other num_workers: the losses and final parameters of the uninterrupted run, eager and compiled
+    (aot_eager, fullgraph=True)."""
+    model, forward, opt, loader = data_training.make(num_workers=0, compiled=False)
+    losses = data_training.train(model, forward, opt, loader)
+    want = torch.stack(losses), model.state_dict()
+    for compiled, workers, resumed_workers in ((False, 0, 2), (True, 2, 0)):
+        model, forward, opt, loader = data_training.make(workers, compiled)
+        first = data_training.train(model, forward, opt, loader, stop=4)
+        assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["position"] == 1
+        data_training.save(tmp_path / "checkpoint.pt", model, opt, loader)
+        out = tmp_path / "resumed.pt"
+        subprocess.run([sys.executable, data_training.__file__, str(tmp_path / "checkpoint.pt"), str(out),
+                        str(resumed_workers), str(int(compiled))], check=True, timeout=600)
+        resumed = torch.load(out)
+        assert torch.equal(torch.cat([torch.stack(first), resumed["losses"]]), want[0]), compiled
+        assert all(torch.equal(resumed["state"][k], v) for k, v in want[1].items()), compiled
 
 
 def test_state_dict_and_set_epoch_agree():
