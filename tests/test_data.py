@@ -248,12 +248,16 @@ def test_sample_keys_are_derived_from_the_stream_as_documented(seed, epoch, inde
     assert keys.key.dtype == torch.int64 and keys.key.shape == (2,) and keys.key.is_contiguous()
 
 
+KNOWN_ORDERS = [[8, 6, 2, 4, 0, 7, 9, 3, 1, 5], [5, 6, 1, 9, 3, 4, 8, 2, 7, 0]]  # seed 7, 10 indices, epochs 0, 1
+
+
 def test_shuffled_order_is_randperm_of_the_epochs_key():
     for epoch in range(3):
         loader = DataLoader(range(N), batch_size=None, shuffle=True, seed=SEED)
         loader.set_epoch(epoch)
         key = ref.fold_in_ref(ref.fold_in_ref(np.array([SEED, 0], dtype=np.uint64), epoch), 0)
-        assert [int(i) for i in loader] == ref.randperm_ref(N, key).tolist()
+        order = [int(i) for i in loader]
+        assert order == ref.randperm_ref(N, key).tolist() and order == (KNOWN_ORDERS + [order])[epoch]
 
 
 # ---- epochs ----
@@ -418,6 +422,11 @@ def test_a_state_dict_of_another_loader_is_refused(change, message):
     with pytest.raises(ValueError, match=message):
         loader.load_state_dict({**loader.state_dict(), **change})
     assert loader.state_dict()["position"] == 0
+
+
+def test_out_of_order_batches_have_no_state_dict():
+    with pytest.raises(RuntimeError, match="in_order=False"):
+        _loader(num_workers=1, in_order=False).state_dict()
 
 
 def test_a_state_dict_of_another_dataset_length_is_refused():

@@ -451,6 +451,11 @@ class DataLoader(torch.utils.data.DataLoader):
             >>> loader.state_dict()["epoch"], loader.state_dict()["position"]
             (0, 1)
         """
+        if not self.in_order:
+            raise RuntimeError(
+                "state_dict: with in_order=False batches are delivered out of order, so their count does not say "
+                "where the epoch stands; resuming needs in_order=True (the default)"
+            )
         epoch, position = self._next
         if self._running is not None and self._next == (self._running[0] + 1, 0):
             running, skipped, iterator = self._running
