@@ -270,6 +270,13 @@ def test_set_epoch_pins_the_next_epoch(reference):
     assert _same(_epochs(loader, 2), reference[:2]), "then each iteration the next epoch"
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterators_made_together_keep_their_epochs(reference, workers):
+    loader = _loader(num_workers=workers)
+    first, second = iter(loader), iter(loader)
+    assert _same([list(second), list(first)], reference[1::-1])
+
+
 # ---- world sizes ----
 
 @pytest.mark.parametrize("world_size", [1, 2, 3])

@@ -151,23 +151,24 @@ class _Order(Sampler[int]):
 
 
 class _Tagged(Sampler):
-    """What torch's loader iterates: the epoch's indices (or batches of them) from `source` as (epoch, index) pairs,
-    from item `start` on. The loader sets `epoch` and `start` before each iteration, and tells a source with
-    set_epoch (ours, a DistributedSampler) its epoch."""
+    """What one of torch's iterators iterates: the items of the loader's index sampler (its indices, or batches of
+    them) in epoch `epoch` from item `start` on, as (epoch, index) pairs. Made with each iterator (a persistent one's
+    is moved on to each new epoch); torch calls iter() on it as the iterator is made, and it takes the whole epoch's
+    items then, telling `source` (ours, a DistributedSampler) the epoch first: an iterator keeps its epoch however
+    many are made after it."""
 
-    def __init__(self, source: Iterable, batched: bool) -> None:
-        self.source, self.batched = source, batched
-        self.epoch = self.start = 0
+    def __init__(self, items: Iterable, source: Any, batched: bool, epoch: int, start: int) -> None:
+        self.items, self.source, self.batched, self.epoch, self.start = items, source, batched, epoch, start
 
     def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
+        return len(self.items)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator:
         epoch = self.epoch
         set_epoch = getattr(self.source, "set_epoch", None)
         if callable(set_epoch):
             set_epoch(epoch)
-        items = itertools.islice(self.source, self.start, None)
+        items = list(itertools.islice(self.items, self.start, None))
         if self.batched:
             return ([(epoch, i) for i in batch] for batch in items)
         return ((epoch, i) for i in items)
@@ -327,7 +328,7 @@ class DataLoader(torch.utils.data.DataLoader):
         batch_size: Optional[int] = 1,
         shuffle: Optional[bool] = None,
         sampler: Optional[Iterable[int]] = None,
-        batch_sampler: Optional[Iterable[Sequence[int]]] = None,
+        batch_sampler: Optional[Iterable[list[int]]] = None,
         num_workers: int = 0,
         collate_fn: Optional[Callable[..., Any]] = None,
         pin_memory: bool = False,
@@ -370,12 +371,8 @@ class DataLoader(torch.utils.data.DataLoader):
             with drawing_from_torch():  # torch's generator, even inside a torch_rngx.mode
                 seed = int(torch.empty((), dtype=torch.int64).random_(generator=generator))
         root = key(seed)  # checks the seed
-        if batch_sampler is not None:
-            self._tagged = batch_sampler = _Tagged(batch_sampler, batched=True)
-        else:
-            if sampler is None:
-                sampler = _Order(len(dataset), root, bool(shuffle), rank, world_size, drop_uneven)
-            self._tagged = sampler = _Tagged(sampler, batched=False)
+        if sampler is None and batch_sampler is None:
+            sampler = _Order(len(dataset), root, bool(shuffle), rank, world_size, drop_uneven)
         super().__init__(
             dataset,
             batch_size,
@@ -396,7 +393,9 @@ class DataLoader(torch.utils.data.DataLoader):
             in_order=in_order,
         )
         self._seed, self._world_size, self._scoped = seed, world_size, _Scoped(dataset, root)
+        self._epoch_source = batch_sampler if batch_sampler is not None else self.sampler  # told each epoch
         self._next = (0, 0)  # (epoch, batches to skip) of the next iteration
+        self._tagged: Optional[_Tagged] = None  # the last iterator's
         self._running: Optional[tuple[int, int, Any]] = None  # (epoch, batches skipped, torch's iterator)
 
     @property
@@ -422,20 +421,25 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def __iter__(self) -> Any:
         (epoch, skip), self._next = self._next, (self._next[0] + 1, 0)
-        self._tagged.epoch = epoch
-        self._tagged.start = skip * (self.batch_size if self.batch_size is not None and not self._tagged.batched else 1)
+        if self._tagged is not None and self.persistent_workers and self.num_workers > 0:
+            self._tagged.epoch, self._tagged.start = epoch, skip  # torch resets its one iterator, which reads this
+        else:
+            self._tagged = _Tagged(self._index_sampler, self._epoch_source, self._auto_collation, epoch, skip)
         iterator = super().__iter__()
         self._running = (epoch, skip, iterator)
         return iterator
 
     def _get_iterator(self) -> Any:
-        """torch's iterator, made over a copy of this loader whose dataset is the scoped view, under a mode of our own:
-        torch's one draw here, its workers' base seed, is routed to the epoch's key (no stream of yours moves, nothing
-        is reported), and its workers start under a quiet mode (_mode_workers), in which collate_fn and
-        worker_init_fn draw from torch's per-worker seeds."""
+        """torch's iterator, made over a copy of this loader whose dataset is the scoped view and whose index sampler
+        is this iteration's _Tagged, under a mode of our own: torch's one draw here, its workers' base seed, is routed
+        to the epoch's key (no stream of yours moves, nothing is reported), and its workers start under a quiet mode
+        (_mode_workers), in which collate_fn and worker_init_fn draw from torch's per-worker seeds."""
+        tagged = self._tagged
+        assert tagged is not None  # __iter__ made it
         view = copy.copy(self)
         view.__dict__["dataset"] = self._scoped
-        with mode(generator=_stream(_epoch_child(self._scoped.root, self._tagged.epoch, _WORKERS)), uncovered="ignore"):
+        view.__dict__["batch_sampler" if self._auto_collation else "sampler"] = tagged
+        with mode(generator=_stream(_epoch_child(self._scoped.root, tagged.epoch, _WORKERS)), uncovered="ignore"):
             return build_dataloader_iterator(view)
 
     def state_dict(self) -> dict[str, Any]:
