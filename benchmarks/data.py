@@ -1,13 +1,17 @@
 """What torch_rngx.data.DataLoader costs per sample against torch's own DataLoader (docs/performance.md, "Data
-loading"): a dataset whose items are torch.randn(64), read in epochs by both loaders, interleaved in one run.
+loading"): a dataset whose items are torch.randn(64), read in epochs by both loaders with shuffle=True, interleaved in
+one run.
 
-Per sample = an epoch's wall time / its samples. Overhead = ours - torch's, per sample. Targets: <= 30 µs in workers
-(one worker: the epoch waits on it, so its wall time per sample is the worker's cost per sample), <= 100 µs with
+Per sample: an epoch's CPU time in the processes that read the samples (the workers, or the main process with
+num_workers=0), and its wall time, divided by its samples; overhead = ours - torch's. CPU time is what the targets
+are about, and what the other loads of a shared machine disturb least. Targets: <= 30 µs in workers, <= 100 µs with
 num_workers=0 (where the main process's generators are saved and restored around each batch). Workers are persistent,
-so that their start is not counted; each configuration runs a warm-up epoch first.
+so that their start is not counted; each configuration reads a warm-up epoch first.
 
     python3 benchmarks/data.py [samples]
 """
+import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -17,8 +21,9 @@ from torch.utils.data import DataLoader, Dataset
 
 import torch_rngx
 
-# (num_workers, batch_size, target in µs per sample): the issue's targets are per sample, with or without workers.
+# (num_workers, batch_size, target in µs per sample)
 CONFIGS = [(0, 1, 100), (0, 32, 100), (1, 1, 30), (1, 32, 30), (2, 32, 30)]
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 class Randn(Dataset):
@@ -32,14 +37,34 @@ class Randn(Dataset):
         return torch.randn(64)
 
 
-def _epoch(loader):
-    start = time.perf_counter()
+def _cpu(pids):
+    """CPU seconds (user + system) the processes `pids` have used; this process's own when pids is empty."""
+    if not pids:
+        return time.process_time()
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICK
+
+
+def _warm_up(loader):
+    """Reads an epoch; returns the pids of the worker processes it started (kept: persistent_workers)."""
+    before = {p.pid for p in multiprocessing.active_children()}
     for _ in loader:
         pass
-    return time.perf_counter() - start
+    return sorted({p.pid for p in multiprocessing.active_children()} - before)
 
 
-def run(samples=8192, rounds=5):
+def _epoch(loader, pids):
+    cpu, wall = _cpu(pids), time.perf_counter()
+    for _ in loader:
+        pass
+    return _cpu(pids) - cpu, time.perf_counter() - wall
+
+
+def run(samples=16384, rounds=5):
     dataset = Randn(samples)
     rows = []
     for workers, batch, target in CONFIGS:
@@ -48,34 +73,39 @@ def run(samples=8192, rounds=5):
             "ours": torch_rngx.data.DataLoader(dataset, batch, shuffle=True, num_workers=workers, seed=0, **extra),
             "torch": DataLoader(dataset, batch, shuffle=True, num_workers=workers, **extra),
         }
-        times = {name: [] for name in loaders}
-        for name, loader in loaders.items():
-            _epoch(loader)  # warm-up: workers started, the mode's tables built
+        pids = {name: _warm_up(loader) for name, loader in loaders.items()}
+        cpu = {name: [] for name in loaders}
+        wall = {name: [] for name in loaders}
         for _ in range(rounds):  # interleaved, so load on the machine hits both alike
             for name, loader in loaders.items():
-                times[name].append(_epoch(loader) / samples * 1e6)
-        ours, theirs = min(times["ours"]), min(times["torch"])
-        rows.append({"workers": workers, "batch": batch, "ours_us": ours, "torch_us": theirs, "overhead_us": ours - theirs,
-                     "median_overhead_us": statistics.median(times["ours"]) - statistics.median(times["torch"]),
-                     "target_us": target})
+                c, w = _epoch(loader, pids[name])
+                cpu[name].append(c / samples * 1e6)
+                wall[name].append(w / samples * 1e6)
+        rows.append({
+            "workers": workers, "batch": batch, "target_us": target,
+            "ours_cpu_us": statistics.median(cpu["ours"]), "torch_cpu_us": statistics.median(cpu["torch"]),
+            "ours_wall_us": min(wall["ours"]), "torch_wall_us": min(wall["torch"]),
+        })
         del loaders
     return rows
 
 
 def print_table(rows, samples):
-    print(f"\ntorch_rngx.data.DataLoader against torch's, {samples} samples of torch.randn(64) an epoch, shuffle=True; "
-          "µs per sample, best of the rounds (overhead of the medians beside it)")
-    print(f"{'num_workers':>11s} {'batch':>5s} {'ours':>8s} {'torch':>8s} {'overhead':>9s} {'(median)':>9s}  target")
+    print(f"\ntorch_rngx.data.DataLoader against torch's, {samples} samples of torch.randn(64) an epoch, shuffle=True, "
+          "µs per sample: CPU in the processes reading the samples (median of the rounds), wall (best)")
+    print(f"{'num_workers':>11s} {'batch':>5s} {'CPU ours':>9s} {'torch':>7s} {'overhead':>9s} {'wall ours':>10s} "
+          f"{'torch':>7s}  target (CPU overhead)")
     for r in rows:
-        met = "met" if r["overhead_us"] <= r["target_us"] else "MISSED"
-        print(f"{r['workers']:11d} {r['batch']:5d} {r['ours_us']:8.1f} {r['torch_us']:8.1f} {r['overhead_us']:9.1f} "
-              f"{r['median_overhead_us']:9.1f}  <= {r['target_us']} {met}")
+        overhead = r["ours_cpu_us"] - r["torch_cpu_us"]
+        met = "met" if overhead <= r["target_us"] else "MISSED"
+        print(f"{r['workers']:11d} {r['batch']:5d} {r['ours_cpu_us']:9.1f} {r['torch_cpu_us']:7.1f} {overhead:9.1f} "
+              f"{r['ours_wall_us']:10.1f} {r['torch_wall_us']:7.1f}  <= {r['target_us']} {met}")
 
 
 if __name__ == "__main__":
     import machine
 
     print(machine.line())
-    torch.set_num_threads(1)  # the loaders' work is per sample; workers run one thread each, as torch sets them
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
+    torch.set_num_threads(1)  # the work is per sample; torch's workers run one thread each too
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 16384
     print_table(run(n), n)
