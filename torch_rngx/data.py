@@ -188,33 +188,32 @@ class _Scoped(Dataset):
 
     def __getitems__(self, tagged: Sequence[tuple[int, int]]) -> list:
         """A batch: its keys in one derivation; in the main process, the generators saved once and restored. The
-        torch function modes around the loader (a worker's, yours) are set aside meanwhile: each sample meets its own
-        mode alone."""
+        torch function modes around the loader (a worker's, yours) are set aside meanwhile, and one mode of ours,
+        pointed at each sample's stream in turn, is the only one the samples' calls meet."""
         if not tagged:
             return []
-        # a mode held for the batch (and set aside with the others): the samples' own modes then find torch's
-        # functions bound for a mode already, and do not rebind them one by one
-        with mode(uncovered="ignore"), function_modes_set_aside():
+        with function_modes_set_aside():
             epoch = tagged[0][0]
             if self._samples is None or self._samples[0] != epoch:
                 self._samples = (epoch, _epoch_child(self.root, epoch, _SAMPLES))
             indices = [i for _, i in tagged]
             keys = _sample_keys(self._samples[1], indices)
-            if get_worker_info() is not None:  # a worker process is the loader's own: nothing to restore
-                return [self._read(i, k) for i, k in zip(indices, keys)]
-            saved = _Saved()
+            streams = [_stream(k.key) for k in keys]  # made before the mode, which every tensor access would meet
+            saved = None if get_worker_info() is not None else _Saved()  # a worker process is the loader's own
             try:
-                return [self._read(i, k) for i, k in zip(indices, keys)]
+                with mode(uncovered="ignore") as scope:
+                    return [self._read(scope, *sample) for sample in zip(indices, keys, streams)]
             finally:
-                saved.restore()
+                if saved is not None:
+                    saved.restore()
 
-    def _read(self, index: int, keys: SampleKeys) -> Any:
+    def _read(self, scope: mode, index: int, keys: SampleKeys, stream: Generator) -> Any:
         torch.default_generator.manual_seed(keys.torch_seed)
         random.seed(keys.python_seed)
         if numpy is not None:
             numpy.random.seed(keys.numpy_seed)
-        with mode(generator=_stream(keys.key), uncovered="ignore"):
-            return self.dataset[index]
+        scope.generator = stream
+        return self.dataset[index]
 
 
 def _stream(state: Tensor) -> Generator:
