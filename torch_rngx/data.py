@@ -216,6 +216,21 @@ class _Scoped(Dataset):
         return self.dataset[index]
 
 
+class _Collate:
+    """collate_fn as the loader runs it: in a worker, with the torch function modes the worker runs under set aside,
+    as torch's own workers run it (its calls do not pass through a Python mode; its random calls draw from torch's
+    per-worker generator); in the main process as it is."""
+
+    def __init__(self, collate_fn: Callable[[list], Any]) -> None:
+        self.collate_fn = collate_fn
+
+    def __call__(self, batch: list) -> Any:
+        if get_worker_info() is None:
+            return self.collate_fn(batch)
+        with function_modes_set_aside():
+            return self.collate_fn(batch)
+
+
 def _stream(state: Tensor) -> Generator:
     """A Generator on `state`, a key of the loader's: the same sample (or epoch) read again draws the same words on
     purpose, so the key-reuse checker starts its stream anew."""
@@ -429,15 +444,16 @@ class DataLoader(torch.utils.data.DataLoader):
         return iterator
 
     def _get_iterator(self) -> Any:
-        """torch's iterator, made over a copy of this loader whose dataset is the scoped view and whose index sampler
-        is this iteration's _Tagged, under a mode of our own: torch's one draw here, its workers' base seed, is routed
-        to the epoch's key (no stream of yours moves, nothing is reported), and its workers start under a quiet mode
-        (_mode_workers), in which collate_fn and worker_init_fn draw from torch's per-worker seeds."""
+        """torch's iterator, made over a copy of this loader whose dataset is the scoped view, whose index sampler is
+        this iteration's _Tagged and whose collate_fn runs as torch's workers run it, under a mode of our own: torch's
+        one draw here, its workers' base seed, is routed to the epoch's key (no stream of yours moves, nothing is
+        reported), and its workers start under a quiet mode (_mode_workers), which worker_init_fn meets."""
         tagged = self._tagged
         assert tagged is not None  # __iter__ made it
         view = copy.copy(self)
         view.__dict__["dataset"] = self._scoped
         view.__dict__["batch_sampler" if self._auto_collation else "sampler"] = tagged
+        view.__dict__["collate_fn"] = _Collate(self.collate_fn)
         with mode(generator=_stream(_epoch_child(self._scoped.root, tagged.epoch, _WORKERS)), uncovered="ignore"):
             return build_dataloader_iterator(view)
 
