@@ -108,4 +108,7 @@ if __name__ == "__main__":
     print(machine.line())
     torch.set_num_threads(1)  # the work is per sample; torch's workers run one thread each too
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 16384
-    print_table(run(n), n)
+    before = os.getloadavg()[0]
+    rows = run(n)
+    print_table(rows, n)
+    print(f"load average (1 min) {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
