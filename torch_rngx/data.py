@@ -438,7 +438,11 @@ class DataLoader(torch.utils.data.DataLoader):
         if self._tagged is not None and self.persistent_workers and self.num_workers > 0:
             self._tagged.epoch, self._tagged.start = epoch, skip  # torch resets its one iterator, which reads this
         else:
-            self._tagged = _Tagged(self._index_sampler, self._epoch_source, self._auto_collation, epoch, skip)
+            batches, source = self.batch_sampler, self._epoch_source
+            if batches is not None:  # torch iterates the batch sampler where it batches, else the sampler
+                self._tagged = _Tagged(batches, source, True, epoch, skip)
+            else:
+                self._tagged = _Tagged(self.sampler, source, False, epoch, skip)
         iterator = super().__iter__()
         self._running = (epoch, skip, iterator)
         return iterator
@@ -452,7 +456,7 @@ class DataLoader(torch.utils.data.DataLoader):
         assert tagged is not None  # __iter__ made it
         view = copy.copy(self)
         view.__dict__["dataset"] = self._scoped
-        view.__dict__["batch_sampler" if self._auto_collation else "sampler"] = tagged
+        view.__dict__["batch_sampler" if tagged.batched else "sampler"] = tagged
         view.__dict__["collate_fn"] = _Collate(self.collate_fn)
         with mode(generator=_stream(_epoch_child(self._scoped.root, tagged.epoch, _WORKERS)), uncovered="ignore"):
             return build_dataloader_iterator(view)
