@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 import torch_rngx
 
 # (num_workers, batch_size, target in µs per sample)
-CONFIGS = [(0, 1, 100), (0, 32, 100), (1, 1, 30), (1, 32, 30), (2, 32, 30)]
+CONFIGS = [(0, 1, 100), (0, 4, 100), (0, 32, 100), (1, 1, 30), (1, 32, 30), (2, 32, 30)]
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
