@@ -9,6 +9,9 @@ num_workers=0 (where the main process's generators are saved and restored around
 so that their start is not counted; each configuration reads a warm-up epoch first.
 
     python3 benchmarks/data.py [samples]
+
+It ends with the pieces' costs, in one process: each generator's seeding (per sample), a routed torch.randn(64)
+against torch's own, the keys, and the saving and restoring of the main process's generators (per batch).
 """
 import multiprocessing
 import os
@@ -102,6 +105,48 @@ def print_table(rows, samples):
               f"{r['ours_wall_us']:10.1f} {r['torch_wall_us']:7.1f}  <= {r['target_us']} {met}")
 
 
+def pieces(rounds=9, number=2000):
+    """µs per call, the best of the rounds, of what the loader does per sample and per batch (in one process)."""
+    import random
+
+    import numpy as np
+
+    g = torch_rngx.Generator(0)
+    state = {"torch": torch.default_generator.get_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+
+    def routed():
+        with torch_rngx.mode(generator=g, uncovered="ignore"):
+            return torch.randn(64)
+
+    calls = {
+        "torch.default_generator.manual_seed (per sample)": lambda: torch.default_generator.manual_seed(2132911612),
+        "random.seed, 64 bits (per sample)": lambda: random.seed(12951537266777458841),
+        "np.random.seed, 32 bits (per sample)": lambda: np.random.seed(603562097),
+        "torch.randn(64)": lambda: torch.randn(64),
+        "torch.randn(64) routed, mode entered and left": routed,
+        "torch_rngx.data.sample_keys(seed, epoch, index), alone (the loader: one fold_in and split a batch)": (
+            lambda: torch_rngx.data.sample_keys(0, 0, 17)),
+        "torch's generator saved and restored (per batch, main process)": lambda: torch.default_generator.set_state(
+            torch.default_generator.get_state()),
+        "random's saved and restored (per batch, main process)": lambda: random.setstate(random.getstate()),
+        "NumPy's saved and restored (per batch, main process)": lambda: np.random.set_state(np.random.get_state()),
+    }
+    best = {name: min(timeit_us(f, number) for _ in range(rounds)) for name, f in calls.items()}
+    torch.default_generator.set_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    print("\npieces, in one process (µs per call, best of the rounds)")
+    for name, us in best.items():
+        print(f"{us:8.2f}  {name}")
+
+
+def timeit_us(f, number):
+    start = time.perf_counter()
+    for _ in range(number):
+        f()
+    return (time.perf_counter() - start) / number * 1e6
+
+
 if __name__ == "__main__":
     import machine
 
@@ -112,3 +157,4 @@ if __name__ == "__main__":
     rows = run(n)
     print_table(rows, n)
     print(f"load average (1 min) {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
+    pieces()
