@@ -49,7 +49,15 @@ $(VENV)/.diffusers-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+# albumentations (OpenCV's headless wheel with it, ~180 MB installed): tests/test_data.py runs its Compose in
+# torch_rngx.data.DataLoader's workers. A stamp of its own too.
+ALBUMENTATIONS_VERSION ?= 2.0.8
+
+$(VENV)/.albumentations-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "albumentations==$(ALBUMENTATIONS_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp
 
 # pyproject.toml and _version.py: the installed metadata (the version importlib.metadata reports) is made here too.
 $(SO): $(VENV)/.stamp $(SOURCES) pyproject.toml torch_rngx/_version.py
@@ -92,7 +100,7 @@ sanitize: $(SAN_TESTS)
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp
 
 pytest: $(PYTEST_DEPS)
 	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py

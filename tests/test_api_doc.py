@@ -21,6 +21,7 @@ MODULES = {
     "torch_rngx.nn": "nn.md",
     "torch_rngx.nn.init": "nn.md",
     "torch_rngx.functional": "functional.md",
+    "torch_rngx.data": "data.md",
     "torch_rngx.testing": "testing.md",
     "torch_rngx.debug": "debug.md",
     "torch_rngx.distributed": "distributed.md",

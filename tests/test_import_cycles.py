@@ -20,7 +20,7 @@ LAYERS = [
     {"_mode_rnn"},
     {"_mode_routes"},
     {"_mode"},
-    {"nn"},
+    {"nn", "data"},
     {"__main__"},
 ]
 

@@ -10,7 +10,7 @@ import torch
 from . import _library  # noqa: F401
 
 # isort: split
-from . import _deferred, _ops, _stateful, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' registrations)
+from . import _deferred, _ops, _stateful, data, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' registrations)
 from ._mode import UncoveredRandomWarning, mode
 from ._replay import checkpoint_context
 from ._spec import ops  # noqa: F401  (torch.ops.rngx)
@@ -30,6 +30,7 @@ __all__ = [
     "UncoveredRandomWarning",
     "blocks_used",
     "checkpoint_context",
+    "data",
     "debug",
     "functional",
     "include_dir",

@@ -409,7 +409,8 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             _torch.comptime(_prepare_traced)
         else:
             _prepare()
-            if getattr(_here, "net", None) is None:
+            # no net under "ignore", which reports nothing: it would cost every aten op inside a Python call
+            if self.uncovered != "ignore" and getattr(_here, "net", None) is None:
                 self._net = _here.net = _Net(self).__enter__()
         _bind()
         return super().__enter__()

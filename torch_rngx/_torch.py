@@ -241,6 +241,25 @@ def torch_function_modes() -> Iterator[Any]:
         yield _stack_at(i)
 
 
+_ASIDE = "to read a dataset's samples under modes of their own"
+_pop_stack = _resolve(torch, "_C._pop_torch_function_stack", _ASIDE)
+_push_stack = _resolve(torch, "_C._push_on_torch_function_stack", _ASIDE)
+
+
+class function_modes_set_aside:
+    """Takes this thread's torch function modes off its stack for the block and puts them back after it, so that a
+    mode entered inside is the only one the block's calls meet (and none costs them a Python call)."""
+
+    __slots__ = ("_modes",)
+
+    def __enter__(self) -> None:
+        self._modes = [_pop_stack() for _ in range(_len_stack())]
+
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self._modes):
+            _push_stack(mode)
+
+
 def function_mode_base_enter(mode: Any) -> None:
     """Pushes `mode` back on this thread's torch function mode stack, with none of its own __enter__'s work (the
     base TorchFunctionMode's push, which torch.compile traces)."""
@@ -335,6 +354,21 @@ def dataloader_worker_loop() -> Callable[..., Any]:
 
 def set_dataloader_worker_loop(target: Callable[..., Any]) -> None:
     _data_worker._worker_loop = target
+
+
+# torch.utils.data.DataLoader makes each epoch's iterator with this method, which torch_rngx.data.DataLoader
+# overrides to hand torch's iterator its view of the dataset; the iterator counts the batches it has delivered.
+DATALOADER_HOOKS = ("_get_iterator",)
+
+
+def build_dataloader_iterator(loader: torch.utils.data.DataLoader) -> Any:
+    """torch's iterator for `loader` (single- or multi-process), as DataLoader.__iter__ makes it."""
+    return torch.utils.data.DataLoader._get_iterator(loader)
+
+
+def batches_yielded(iterator: Any) -> int:
+    """The batches (or samples, without batching) a DataLoader iterator has delivered since its epoch began."""
+    return iterator._num_yielded
 
 
 def compiled_runtime_dirs() -> tuple[str, ...]:
