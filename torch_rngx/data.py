@@ -305,13 +305,14 @@ class DataLoader(torch.utils.data.DataLoader):
     __getitems__ is not called: each sample is read by __getitem__ under its scope. In a worker,
     get_worker_info().dataset is the loader's view of the dataset, and its `.dataset` yours.
 
+    torch's arguments (batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last,
+    timeout, worker_init_fn, multiprocessing_context, generator, prefetch_factor, persistent_workers,
+    pin_memory_device, in_order) keep torch's meaning. sampler= and batch_sampler= give the indices (told the epoch
+    through set_epoch if they have it) and exclude shuffle=, rank= and world_size=. generator= (a torch.Generator,
+    instead of seed=) is where the seed is drawn from, as torch's loader draws its order from it.
+
     Args:
         dataset (Dataset): a map-style dataset.
-        batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last, timeout,
-            worker_init_fn, multiprocessing_context, generator, prefetch_factor, persistent_workers,
-            pin_memory_device, in_order: torch's. sampler= and batch_sampler= give the indices (told the epoch through
-            set_epoch if they have it) and exclude shuffle=, rank= and world_size=. generator= (a torch.Generator,
-            instead of seed=) is where the seed is drawn from, as torch's loader draws its order from it.
 
     Keyword args:
         seed (int, optional): in [0, 2^64). None draws one from generator= or torch's default generator, once, here
