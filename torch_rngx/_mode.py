@@ -37,6 +37,7 @@ import torch.nn.functional as TF
 from . import _mode_workers, _random_ops
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_own, may_draw, random_op_of, transparent
+from ._router import atomic
 from ._torch import (
     TorchDispatchMode,
     builtin_namespaces,
@@ -343,7 +344,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         how, what, name, op = kind
         if how == _ROUTE:
             if not isinstance(kwargs.get("generator"), torch.Generator):
-                out = what(self.generator, *args, **dict(kwargs))
+                # a route that raises after it drew (torch.nn.init's fill of an expanded tensor, attention's matmul
+                # on a value of the wrong shape) gives the mode's stream its blocks back, as any call does
+                out = atomic(owner_of(self.generator), 0, what, self.generator, *args, **dict(kwargs))
                 if out is not None:
                     return out
             return self._unrouted(func, name, op, args, kwargs)

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from . import _checks, functional
-from ._router import draw, key_for
+from ._router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
 __all__ = [
@@ -241,13 +241,10 @@ def randint_like(
         _checks.strided(x, "x")  # names the argument
     dtype = x.dtype if dtype is None else dtype
     drawn = _checks.randint_draw_dtype(dtype, low, high)
-    out = draw(
-        "randint",
-        x,
-        generator,
-        *_checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x"),
-    )
-    return out if drawn == dtype else out.to(dtype)
+    params = _checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x")
+    if drawn == dtype:
+        return draw("randint", x, generator, *params)
+    return atomic(owner_of(generator), x.numel(), lambda: draw("randint", x, generator, *params).to(dtype))
 
 
 def exponential_like(
@@ -309,8 +306,11 @@ def randperm(
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
     n = _checks.permutation(n, _checks.LATER, dtype)
-    return functional.randperm(
-        n, key_for(torch.empty(0, device=device), generator, n, torch.int64).to(device), dtype=dtype
+    like = torch.empty(0, device=device)
+    return atomic(
+        owner_of(generator),
+        n,
+        lambda: functional.randperm(n, key_for(like, generator, n, torch.int64).to(device), dtype=dtype),
     )
 
 
@@ -333,9 +333,16 @@ def multinomial(
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _, draws, _ = _checks.categories(input, _checks.LATER, num_samples, replacement)
-    key = key_for(input, generator, input.numel() * draws, torch.float64)
-    return functional.multinomial(input, key, num_samples, replacement)
+    _, draws, need = _checks.categories(input, _checks.LATER, num_samples, replacement)
+    _checks.weights(input, need)  # its values too, before the key is drawn
+    numel = input.numel() * draws
+    return atomic(
+        owner_of(generator),
+        numel,
+        lambda: functional._race_samples(
+            input, key_for(input, generator, numel, torch.float64), num_samples, replacement, draws, need
+        ),
+    )
 
 
 def quantize(
@@ -574,6 +581,15 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     if not training or p == 0:
         return x
     _checks.dropout_input(x)
+    if kind == "dropout" and not inplace:
+        return draw("dropout", x, generator, p, *view)
+    owner = owner_of(generator)
+    if inplace:  # what torch refuses to write, refused before anything is drawn
+        _checks.writable(x, owner, "input", torch.is_grad_enabled())
+    return atomic(owner, x.numel(), _dropout, kind, x, p, inplace, generator, view, batched)
+
+
+def _dropout(kind, x, p, inplace, generator, view, batched):
     if kind in _CHANNEL_RANKS:
         if not batched and view[0] is not None:
             view = [[1, *view[0]], [0, *view[1]]]
