@@ -13,6 +13,8 @@
 // against): aoti_torch_library_init_def and aoti_torch_library_def (<= 2.10), STABLE_TORCH_LIBRARY_IMPL and
 // StableLibrary::impl (which calls torch_library_impl from 2.10) and TORCH_BOX (<= 2.10); torch::stable::clone
 // and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10); aoti_torch_empty_strided (<= 2.10).
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -38,8 +40,12 @@ constexpr const char* kSchemas[] = {RNGX_SAMPLERS(RNGX_SAMPLER_ROW_SCHEMA) RNGX_
 
 using rngx_glue::Tensor;
 
-// The one lock of every state's step.
+// The one lock of every state's step. A process forked while another thread held it would start with it held and
+// no thread to release it: so a fork takes it first (no step is half done at the fork), and parent and child each
+// release it after.
 std::mutex take_mutex;
+const int fork_safe = pthread_atfork([] { take_mutex.lock(); }, [] { take_mutex.unlock(); },
+                                     [] { take_mutex.unlock(); });
 
 // This thread's newest steps of CPU states (steps.h): the state each moved, the key it returned and its blocks.
 struct LoggedStep {

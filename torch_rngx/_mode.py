@@ -539,3 +539,14 @@ def _unbind():
         _entered -= 1
         if _entered == 0:
             _set_bindings(False)
+
+
+def _fresh_locks():
+    """In a forked child: a lock another thread of the parent held at the fork would stay held, with no thread to
+    release it. Each starts free (docs/guarantees.md, "Processes")."""
+    global _prepared, _warned_lock, _bind_lock
+    _prepared, _warned_lock, _bind_lock = threading.Lock(), threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks)

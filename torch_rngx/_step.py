@@ -22,6 +22,7 @@ device in stream order under take_lock: the C++ step would copy it to the host a
 it), so take_ has a Python kernel for CUDA.
 """
 
+import os
 import threading
 
 import torch
@@ -44,6 +45,17 @@ _lib.define("seed_state() -> Tensor", tags=(torch.Tag.nondeterministic_seeded,))
 register_ordered_effect(_lib, "rngx::seed_state")
 
 take_lock = threading.Lock()
+
+
+def _fresh_lock():
+    """In a forked child, take_lock starts free (another thread may have held it at the fork): as the C++ step's
+    lock (csrc/library.cpp)."""
+    global take_lock
+    take_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock)
 
 
 def advance(state, blocks):
