@@ -10,7 +10,7 @@ from . import _library  # noqa: F401
 
 # isort: split
 from . import _ops, _stateful, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' Python registrations)
-from ._mode import UncoveredRandomWarning, mode
+from ._mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
 from ._replay import checkpoint_context
 from ._spec import ops  # noqa: F401  (torch.ops.rngx)
 from ._stateful import *  # noqa: F403  (the stateful functions, like torch's)
@@ -32,7 +32,10 @@ __all__ = [
     "include_dir",
     "mode",
     "nn",
+    "routed_names",
     "testing",
+    "transparent_names",
+    "uncovered_names",
 ]
 __all__ += _stateful.__all__
 __all__.sort()  # the reference (docs/api.md) lists them in this order

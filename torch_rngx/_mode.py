@@ -172,23 +172,43 @@ def _classify(func, names):
 
 
 @functools.cache
-def routed_names() -> tuple:
-    """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
+def routed_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch_rngx.mode routes: under the mode, a call of one
+    is the matching torch_rngx call on the mode's stream (docs/guarantees.md, "torch_rngx.mode").
+
+    Example::
+
+        >>> "torch.rand_like" in torch_rngx.routed_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
 
 
 @functools.cache
-def transparent_names() -> tuple:
-    """The public names of the torch functions written in Python that may draw and run with the mode kept on:
-    each random call they make is routed or reported."""
+def transparent_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions written in Python that may draw, which torch_rngx.mode
+    runs with itself kept on: each random call they make is routed or reported.
+
+    Example::
+
+        >>> "torch.nn.functional.multi_head_attention_forward" in torch_rngx.transparent_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
 
 @functools.cache
-def uncovered_names() -> tuple:
-    """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
+def uncovered_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch tags random that stay torch's under
+    torch_rngx.mode: a call of one that draws is reported, by the mode's `uncovered`.
+
+    Example::
+
+        >>> "torch.poisson" in torch_rngx.uncovered_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _RANDOM}))
 
@@ -287,9 +307,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         generator: a torch_rngx.Generator or nn.RNG, shared with any other user of it.
             With neither, each call draws a seed from torch's default generator, so torch.manual_seed reproduces it.
         uncovered: what a random call that stays torch's does (Tensor.cauchy_, torch.poisson, F.rrelu in training,
-            any call given an explicit torch.Generator, a random op inside a C++ extension, ...; uncovered_names()
-            lists torch's functions): "warn" (once per function and process, an UncoveredRandomWarning naming it;
-            at trace time under torch.compile), "error" (RuntimeError) or "ignore".
+            any call given an explicit torch.Generator, a random op inside a C++ extension, ...;
+            torch_rngx.uncovered_names() lists torch's functions): "warn" (once per function and process, an
+            UncoveredRandomWarning naming it; at trace time under torch.compile), "error" (RuntimeError) or "ignore".
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
