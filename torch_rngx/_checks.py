@@ -71,12 +71,25 @@ def generator_state(s, name="state"):
 
 
 def writable(x, owner, name, recorded):
-    """An in-place write into x that torch would refuse, refused before any key is drawn (torch's messages): by
-    autograd when the write is recorded (`recorded`: grad mode on), into a leaf or a view of a leaf that requires
-    grad; into an inference tensor outside inference mode; into a tensor with elements that share memory (a dim of
-    stride 0). And one that would overwrite the stream it draws from (owner, a state tensor, or None). Plain eager
-    only: a compiled call is checked when traced, before it draws; torch.func transforms check their own writes."""
+    """An in-place write into x, checked before any key is drawn: never into the state the call draws from (owner, a
+    state tensor), which it would overwrite. For torch's generator (owner None), whose draw cannot be given back, also
+    what torch refuses to write, with torch's messages: with the write recorded (`recorded`: grad mode on), a leaf or a
+    view of a leaf that requires grad; an inference tensor outside inference mode; a tensor with elements that share
+    memory (a dim of stride 0). With a stream, torch's own refusal after the draw gives the blocks back (_step).
+    Plain eager only: a compiled call is checked when traced, before it draws; torch.func transforms check their own
+    writes."""
     if torch.compiler.is_compiling() or peek_interpreter_stack() is not None:
+        return
+    if owner is not None:
+        if (
+            type(owner) in _PLAIN
+            and type(x) in _PLAIN
+            and x.untyped_storage().data_ptr() == owner.untyped_storage().data_ptr()
+        ):
+            raise ValueError(
+                f"{name} shares memory with the state the call draws from: writing it in place would overwrite the "
+                "stream's [seed, offset]"
+            )
         return
     if recorded and x.requires_grad:
         if x.is_leaf:
@@ -89,19 +102,11 @@ def writable(x, owner, name, recorded):
             "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a "
             "normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
         )
-    if any(st == 0 and n > 1 for n, st in zip(x.shape, x.stride())):
+    strides = x.stride()
+    if 0 in strides and any(st == 0 and n > 1 for n, st in zip(x.shape, strides)):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation."
-        )
-    if (
-        type(owner) in _PLAIN
-        and type(x) in _PLAIN
-        and x.untyped_storage().data_ptr() == owner.untyped_storage().data_ptr()
-    ):
-        raise ValueError(
-            f"{name} shares memory with the state the call draws from: writing it in place would overwrite the "
-            "stream's [seed, offset]"
         )
 
 

@@ -20,7 +20,7 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, functional
+from . import _checks, _step, functional
 from ._router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
@@ -584,19 +584,26 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     if kind == "dropout" and not inplace:
         return draw("dropout", x, generator, p, *view)
     owner = owner_of(generator)
-    if inplace:  # what torch refuses to write, refused before anything is drawn
+    if inplace:
         _checks.writable(x, owner, "input", torch.is_grad_enabled())
+    if kind == "dropout":  # in place: the draw, then the copy, its blocks given back if torch refuses the copy
+        mark = _step.mark(owner, x.numel())
+        out = draw("dropout", x, generator, p, *view)
+        try:
+            return x.copy_(out)
+        except BaseException:
+            _step.give_back(mark, owner)
+            raise
     return atomic(owner, x.numel(), _dropout, kind, x, p, inplace, generator, view, batched)
 
 
 def _dropout(kind, x, p, inplace, generator, view, batched):
+    """The dropout family but dropout itself: a key drawn once, then the mask applied (in place: copied in)."""
     if kind in _CHANNEL_RANKS:
         if not batched and view[0] is not None:
             view = [[1, *view[0]], [0, *view[1]]]
         out = _channel(kind, x if batched else x.unsqueeze(0), p, generator, view)
         out = out if batched else out.squeeze(0)
-    elif kind == "dropout":
-        out = draw("dropout", x, generator, p, *view)
     else:  # alpha_dropout
         key = key_for(x, generator, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
         out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)
