@@ -62,14 +62,14 @@ static void check_randint_last_row(rngx_job job, int64_t numel, const char *what
   static const int64_t lows[] = {-500, -(1ll << 39)}, ranges[] = {1000, (1ll << 40) + 7};
   const int64_t begin = numel - COLS + 3, end = numel;
   uint64_t out[COLS];
+  job.dtype = RNGX_BITS64;
+  job.out.data = out;
+  job.in.data = NULL;
   for (int r = 0; r < 2; ++r) {
     const int k = r == 0 ? 2 : 4;
     rngx_params p;
     CHECK(rngx_randint_params(RNGX_BITS64, INT64_MIN, INT64_MAX, lows[r], lows[r] + ranges[r], &p) == NULL);
     memset(out, 0xA5, sizeof out);
-    job.dtype = RNGX_BITS64;
-    job.out.data = out;
-    job.in.data = NULL;
     rngx_randint(&job, &p, begin, end);
     for (int64_t i = begin; i < end; ++i) {
       const ref_key key = ref_key_of(&job, i);
