@@ -149,7 +149,8 @@ _SEED_DRAWS = 64  # the most fresh seeds one call draws (a recurrent layer's dro
 def _restore_torch_generator(saved):
     """torch's default generator set back to `saved` (a copy from before the call) if it stands where this call's
     fresh seeds left it: each is one draw of two int64s, replayed on the copy until it reaches the generator's state.
-    Otherwise another thread drew from it too, and restoring would hand its numbers out again."""
+    Otherwise another thread drew from it too, and restoring would hand its numbers out again. (A draw by another
+    thread between the comparison and the restore is not seen: torch's generator has no compare-and-set.)"""
     now = torch.default_generator.get_state()
     probe = saved.clone_state()
     with drawing_from_torch():
