@@ -79,7 +79,7 @@ def test_parent_and_child_draw_the_same_words_after_a_fork():
     """The child's Generators, module streams and torch's generator are the parent's as they stood at the fork (the
     process's memory is copied): the next draws in both are equal. Give a child streams of its own (fold_in) to make
     them differ, as torch_rngx.mode does for DataLoader workers."""
-    g, rng = torch_rngx.Generator(9), torch_rngx.nn.RNG(9)
+    g, rng = torch_rngx.Generator(9), torch_rngx.nn.RNG(10)
     torch_rngx.rand_like(torch.empty(5), generator=g)
     read, write = os.pipe()
     pid = os.fork()
