@@ -8,9 +8,6 @@
    no string names a page by its file in the repository (docs/guide.md), which an installed wheel does not have.
 
     python tools/docs_names.py          # exit status 1 and one line per stale name or reference
-
-KNOWN_STALE lists the names other work removes from the docs at the time of writing; each is reported as such, and
-the list must be empty (remove its entries) once that work has landed.
 """
 
 import ast
@@ -29,8 +26,6 @@ HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
 # The compiled libraries setup.py builds: a CPU build has no torch_rngx._C_cuda, which the docs name all the same.
 LIBRARIES = set(re.findall(r'Extension\(\s*"(torch_rngx\.\w+)"', (ROOT / "setup.py").read_text()))
 FILE_SUFFIXES = (".md", ".py", ".so", ".h", ".json")
-# Names written in the docs whose removal is under way elsewhere (issue 43: uncovered_names() is not a public name).
-KNOWN_STALE = {"torch_rngx.uncovered_names"}
 
 
 def resolves(dotted):
@@ -120,9 +115,8 @@ def main():
     references = broken_references(strings)
     failed = False
     for where, name in names:
-        known = name in KNOWN_STALE or any(name.startswith(k + ".") for k in KNOWN_STALE)
-        print(f"{where}: {name} is not an attribute of torch_rngx{' (known, KNOWN_STALE)' if known else ''}")
-        failed |= not known
+        print(f"{where}: {name} is not an attribute of torch_rngx")
+        failed = True
     for where, what in references:
         print(f"{where}: {what}")
     failed |= bool(references)

@@ -11,7 +11,7 @@ from . import _library  # noqa: F401
 
 # isort: split
 from . import _deferred, _ops, _stateful, data, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' registrations)
-from ._mode import UncoveredRandomWarning, mode
+from ._mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
 from ._replay import checkpoint_context
 from ._spec import ops  # noqa: F401  (torch.ops.rngx)
 from ._stateful import *  # noqa: F403  (the stateful functions, like torch's)
@@ -36,10 +36,13 @@ __all__ = [
     "include_dir",
     "mode",
     "nn",
+    "routed_names",
     "testing",
+    "transparent_names",
+    "uncovered_names",
 ]
 __all__ += _stateful.__all__
-__all__.sort()  # the reference (docs/api.md) lists them in this order
+__all__.sort()  # the API reference lists them in this order
 
 
 def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modules stay reachable

@@ -8,13 +8,14 @@ import warnings
 
 import torch
 
-from ._torch import peek_interpreter_stack
+from ._torch import peek_interpreter_stack, view_base
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
 STATE_DTYPES = (torch.int64, torch.uint64)
 MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
 _FLOATS = frozenset(FLOAT_DTYPES)
+_PLAIN = frozenset({torch.Tensor, torch.nn.Parameter, torch.nn.Buffer})  # no subclass whose storage is elsewhere
 NO_VIEW = (None, None)
 
 
@@ -67,6 +68,46 @@ def generator_state(s, name="state"):
             f"{s.dtype} {tuple(s.shape)} with strides {s.stride()}"
         )
     return s
+
+
+def writable(x, owner, name, recorded):
+    """An in-place write into x, checked before any key is drawn: never into the state the call draws from (owner, a
+    state tensor), which it would overwrite. For torch's generator (owner None), whose draw cannot be given back, also
+    what torch refuses to write, with torch's messages: with the write recorded (`recorded`: grad mode on), a leaf or a
+    view of a leaf that requires grad; an inference tensor outside inference mode; a tensor with elements that share
+    memory (a dim of stride 0). With a stream, torch's own refusal after the draw gives the blocks back (_step).
+    Plain eager only: a compiled call is checked when traced, before it draws; torch.func transforms check their own
+    writes."""
+    if torch.compiler.is_compiling() or peek_interpreter_stack() is not None:
+        return
+    if owner is not None:
+        if (
+            type(owner) in _PLAIN
+            and type(x) in _PLAIN
+            and x.untyped_storage().data_ptr() == owner.untyped_storage().data_ptr()
+        ):
+            raise ValueError(
+                f"{name} shares memory with the state the call draws from: writing it in place would overwrite the "
+                "stream's [seed, offset]"
+            )
+        return
+    if recorded and x.requires_grad:
+        if x.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = view_base(x)
+        if base is not None and base.is_leaf and base.requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if x.is_inference() and not torch.is_inference_mode_enabled():
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a "
+            "normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+        )
+    strides = x.stride()
+    if 0 in strides and any(st == 0 and n > 1 for n, st in zip(x.shape, strides)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )
 
 
 def int_dtype(dtype, name):

@@ -37,6 +37,7 @@ import torch.nn.functional as TF
 from . import _mode_rnn, _mode_workers, _random_ops, _torch
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_own, may_draw, random_op_of, transparent
+from ._router import atomic
 from ._torch import (
     TorchDispatchMode,
     builtin_namespaces,
@@ -173,23 +174,43 @@ def _classify(func, names):
 
 
 @functools.cache
-def routed_names() -> tuple:
-    """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
+def routed_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch_rngx.mode routes: under the mode, a call of one
+    is the matching torch_rngx call on the mode's stream (docs: guarantees/, "torch_rngx.mode").
+
+    Example::
+
+        >>> "torch.rand_like" in torch_rngx.routed_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
 
 
 @functools.cache
-def transparent_names() -> tuple:
-    """The public names of the torch functions written in Python that may draw and run with the mode kept on:
-    each random call they make is routed or reported."""
+def transparent_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions written in Python that may draw, which torch_rngx.mode
+    runs with itself kept on: each random call they make is routed or reported.
+
+    Example::
+
+        >>> "torch.nn.functional.multi_head_attention_forward" in torch_rngx.transparent_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
 
 @functools.cache
-def uncovered_names() -> tuple:
-    """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
+def uncovered_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch tags random that stay torch's under
+    torch_rngx.mode: a call of one that draws is reported, by the mode's `uncovered`.
+
+    Example::
+
+        >>> "torch.poisson" in torch_rngx.uncovered_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _RANDOM}))
 
@@ -288,9 +309,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         generator: a torch_rngx.Generator or nn.RNG, shared with any other user of it.
             With neither, each call draws a seed from torch's default generator, so torch.manual_seed reproduces it.
         uncovered: what a random call that stays torch's does (Tensor.cauchy_, torch.poisson, F.rrelu in training,
-            any call given an explicit torch.Generator, a random op inside a C++ extension, ...; uncovered_names()
-            lists torch's functions): "warn" (once per function and process, an UncoveredRandomWarning naming it;
-            at trace time under torch.compile), "error" (RuntimeError) or "ignore".
+            any call given an explicit torch.Generator, a random op inside a C++ extension, ...;
+            torch_rngx.uncovered_names() lists torch's functions): "warn" (once per function and process, an
+            UncoveredRandomWarning naming it; at trace time under torch.compile), "error" (RuntimeError) or "ignore".
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
@@ -345,7 +366,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         how, what, name, op = kind
         if how == _ROUTE:
             if not isinstance(kwargs.get("generator"), torch.Generator):
-                out = what(self.generator, *args, **dict(kwargs))
+                # a route that raises after it drew (torch.nn.init's fill of an expanded tensor, attention's matmul
+                # on a value of the wrong shape) gives the mode's stream its blocks back, as any call does
+                out = atomic(owner_of(self.generator), 0, what, self.generator, *args, **dict(kwargs))
                 if out is not None:
                     return out
             return self._unrouted(func, name, op, args, kwargs)
@@ -536,3 +559,14 @@ def _unbind():
         _entered -= 1
         if _entered == 0:
             _set_bindings(False)
+
+
+def _fresh_locks():
+    """In a forked child: a lock another thread of the parent held at the fork would stay held, with no thread to
+    release it. Each starts free (docs: guarantees/, "Threads")."""
+    global _prepared, _warned_lock, _bind_lock
+    _prepared, _warned_lock, _bind_lock = threading.Lock(), threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks)

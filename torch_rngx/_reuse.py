@@ -146,6 +146,16 @@ class _Ranges:
             site = (site,)
         self.starts[lo:hi], self.ends[lo:hi], self.sites[lo:hi] = [a], [b], [site]
 
+    def remove(self, a, b):
+        """[a, b) cut out of the ranges that meet it; what is left of each keeps its sites."""
+        lo, hi = bisect.bisect_right(self.ends, a), bisect.bisect_left(self.starts, b)
+        starts, ends, sites = [], [], []
+        for s, e, site in zip(self.starts[lo:hi], self.ends[lo:hi], self.sites[lo:hi]):
+            for x, y in ((s, min(e, a)), (max(s, b), e)):
+                if x < y:
+                    starts.append(x), ends.append(y), sites.append(site)
+        self.starts[lo:hi], self.ends[lo:hi], self.sites[lo:hi] = starts, ends, sites
+
 
 class Checker:
     def __init__(self, action):
@@ -197,6 +207,13 @@ class Checker:
                 raise KeyReuseError(message)
             warnings.warn(message, KeyReuseWarning, stacklevel=2)
         ranges.add(a, b, site)
+
+    def give_back(self, seed, offset, blocks):
+        """A call that raised gave back the blocks its step took (_step.give_back): they are no longer drawn."""
+        ranges = self.seeds.get(seed & _U64)
+        if ranges is not None:
+            offset &= _U64
+            ranges.remove(4 * offset, 4 * (offset + blocks))
 
     def forget(self, seed):
         """A stream restarted on purpose (manual_seed, set_state, load_state_dict): its earlier draws are over."""

@@ -24,8 +24,8 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, functional
-from ._router import draw, key_for
+from . import _checks, _step, functional
+from ._router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
 __all__ = [
@@ -297,8 +297,10 @@ def randint_like(
     dtype = x.dtype if dtype is None else dtype
     drawn = _checks.randint_draw_dtype(dtype, low, high)
     params = _checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x")
-    out = draw("randint", x, generator, *params)
-    return _leaf(out if drawn == dtype else out.to(dtype), requires_grad)
+    if drawn == dtype:
+        return _leaf(draw("randint", x, generator, *params), requires_grad)
+    out = atomic(owner_of(generator), x.numel(), lambda: draw("randint", x, generator, *params).to(dtype))
+    return _leaf(out, requires_grad)
 
 
 def exponential_like(
@@ -366,8 +368,11 @@ def randperm(
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
     n = _checks.permutation(n, _checks.LATER, dtype)
-    return functional.randperm(
-        n, key_for(torch.empty(0, device=device), generator, n, torch.int64).to(device), dtype=dtype
+    like = torch.empty(0, device=device)
+    return atomic(
+        owner_of(generator),
+        n,
+        lambda: functional.randperm(n, key_for(like, generator, n, torch.int64).to(device), dtype=dtype),
     )
 
 
@@ -390,9 +395,16 @@ def multinomial(
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _, draws, _ = _checks.categories(input, _checks.LATER, num_samples, replacement)
-    key = key_for(input, generator, input.numel() * draws, torch.float64)
-    return functional.multinomial(input, key, num_samples, replacement)
+    _, draws, need = _checks.categories(input, _checks.LATER, num_samples, replacement)
+    _checks.weights(input, need)  # its values too, before the key is drawn
+    numel = input.numel() * draws
+    return atomic(
+        owner_of(generator),
+        numel,
+        lambda: functional._race_samples(
+            input, key_for(input, generator, numel, torch.float64), num_samples, replacement, draws, need
+        ),
+    )
 
 
 def quantize(
@@ -638,13 +650,29 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     if not training or p == 0:
         return x
     _checks.dropout_input(x)
+    if kind == "dropout" and not inplace:
+        return draw("dropout", x, generator, p, *view)
+    owner = owner_of(generator)
+    if inplace:
+        _checks.writable(x, owner, "input", torch.is_grad_enabled())
+    if kind == "dropout":  # in place: the draw, then the copy, its blocks given back if torch refuses the copy
+        mark = _step.mark(owner, x.numel())
+        out = draw("dropout", x, generator, p, *view)
+        try:
+            return x.copy_(out)
+        except BaseException:
+            _step.give_back(mark, owner)
+            raise
+    return atomic(owner, x.numel(), _dropout, kind, x, p, inplace, generator, view, batched)
+
+
+def _dropout(kind, x, p, inplace, generator, view, batched):
+    """The dropout family but dropout itself: a key drawn once, then the mask applied (in place: copied in)."""
     if kind in _CHANNEL_RANKS:
         if not batched and view[0] is not None:
             view = [[1, *view[0]], [0, *view[1]]]
         out = _channel(kind, x if batched else x.unsqueeze(0), p, generator, view)
         out = out if batched else out.squeeze(0)
-    elif kind == "dropout":
-        out = draw("dropout", x, generator, p, *view)
     else:  # alpha_dropout
         key = key_for(x, generator, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
         out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)

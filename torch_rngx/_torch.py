@@ -147,6 +147,13 @@ def checkpoint_frame() -> tuple[Optional[Any], Optional[int]]:
     return None, None
 
 
+# ---- in-place writes ----
+def view_base(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """The tensor autograd sees t as a view of (Tensor._base), or None: a view of a leaf that requires grad may not be
+    written in place while grad mode is on."""
+    return t._base
+
+
 # ---- custom ops ----
 _resolve(torch.library.Library, "_register_effectful_op", "to keep seed_state calls in order when compiled")
 

@@ -161,8 +161,13 @@ def _fused(spec):
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
+        mark = _step.mark(state)
         key = _step.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
-        return spec.kernel(state=key, **a)
+        try:
+            return spec.kernel(state=key, **a)
+        except BaseException:  # this rank's block refused after the step: the blocks go back, as a plain call's
+            _step.give_back(mark, state)
+            raise
 
     return rule
 

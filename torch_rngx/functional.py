@@ -531,6 +531,11 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
     """
     key, draws, need = _checks.categories(probs, state, num_samples, replacement)
     _checks.weights(probs, need)
+    return _race_samples(probs, key, num_samples, replacement, draws, need)
+
+
+def _race_samples(probs, key, num_samples, replacement, draws, need):
+    """multinomial's samples from checked arguments (_checks.categories, weights)."""
     scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
     if replacement:
         return scores.argmin(dim=-1)

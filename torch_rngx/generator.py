@@ -235,14 +235,20 @@ def load_stream_buffer(module, name, state_dict, prefix):
 
 
 def check_state_buffer(state_dict, key):
-    """A saved stream position must be an int64 [seed, offset]: anything else would be cast silently. Loading
-    one restarts its stream on purpose, which the key-reuse checker (if on) is told."""
+    """A saved stream position must be a dense int64 [seed, offset]: anything else would be cast silently, or be
+    refused by every draw after load_state_dict(assign=True) made it the buffer itself. A strided one is loaded as
+    its contiguous copy, which the step advances in place. Loading one restarts its stream on purpose, which the
+    key-reuse checker (if on) is told."""
     if key not in state_dict:
         return  # load_state_dict reports missing keys itself
     value = state_dict[key]
     if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.shape != (2,):
         got = f"{value.dtype} {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
         raise ValueError(f"{key} must be an int64 tensor of shape (2,) = [seed, offset], got {got}")
+    if value.layout != torch.strided:
+        raise ValueError(f"{key} must be a dense (strided) tensor, got layout {value.layout}")
+    if not value.is_contiguous():
+        state_dict[key] = value.contiguous()
     if _reuse.active is not None:
         _reuse.active.forget(value[0])
 

@@ -228,8 +228,8 @@ class Converted(NamedTuple):
         model (Module): the converted model (the same object, or a new module when `model` itself was a torch
             dropout module).
         replaced (list): the (name, torch class name) pairs swapped, in named_modules() order.
-        routed (tuple): the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's
-            routed_names()), empty with functional=False.
+        routed (tuple): the torch functions that draw from the model's stream inside forward():
+            torch_rngx.routed_names(), empty with functional=False.
 
     Example::
 
