@@ -129,7 +129,9 @@ def pieces(rounds=9, number=2000):
         "torch's generator saved and restored (per batch, main process)": lambda: torch.default_generator.set_state(
             torch.default_generator.get_state()),
         "random's saved and restored (per batch, main process)": lambda: random.setstate(random.getstate()),
-        "NumPy's saved and restored (per batch, main process)": lambda: np.random.set_state(np.random.get_state()),
+        "NumPy's saved and restored: get_state, set_state": lambda: np.random.set_state(np.random.get_state()),
+        "NumPy's saved and restored: the loader's copy of its words (per batch, main process)": (
+            lambda: torch_rngx.data._NumpyState().restore()),
     }
     best = {name: min(timeit_us(f, number) for _ in range(rounds)) for name, f in calls.items()}
     torch.default_generator.set_state(state["torch"])

@@ -112,6 +112,31 @@ def test_each_sample_is_its_keys_function(reference):
                 assert torch.equal(got, want), (epoch, i)
 
 
+def _equal_states(a, b):
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal_states(a[k], b[k]) for k in a)
+    return np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("before", ["nothing cached", "a normal cached", "another bit generator"])
+def test_the_main_processs_numpy_state_is_restored_whole(before):
+    """The loader copies NumPy's MT19937 words whole instead of np.random.get_state(); the legacy normal that
+    RandomState caches between calls, and a bit generator of another kind, come back too."""
+    original = np.random.get_bit_generator()
+    try:
+        if before == "another bit generator":
+            np.random.set_bit_generator(np.random.PCG64(3))
+        np.random.seed(5)
+        if before == "a normal cached":
+            np.random.standard_normal()  # draws two, keeps one
+        state = np.random.get_state(legacy=False)
+        list(_loader(batch_size=1))
+        now = np.random.get_state(legacy=False)
+        assert _equal_states(now, state)
+    finally:
+        np.random.set_bit_generator(original)
+
+
 FORKED = [
     pytest.param(dict(num_workers=1, prefetch_factor=1), id="1-worker-prefetch-1"),
     pytest.param(dict(num_workers=2, persistent_workers=True), id="2-workers-persistent"),
