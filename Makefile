@@ -49,7 +49,14 @@ $(VENV)/.diffusers-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+# ml-dtypes (float8 in NumPy): tests/reference.py encodes stochastic_round's float8 and bfloat16 values with it.
+ML_DTYPES_VERSION ?= 0.6.0
+
+$(VENV)/.ml-dtypes-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "ml-dtypes==$(ML_DTYPES_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.ml-dtypes-stamp
 
 $(SO): $(VENV)/.stamp $(SOURCES)
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
@@ -91,7 +98,7 @@ sanitize: $(SAN_TESTS)
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.ml-dtypes-stamp
 
 pytest: $(PYTEST_DEPS)
 	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py

@@ -29,9 +29,10 @@
  * after inlining, those copies are plain loops the compiler vectorizes. The parameters come by value, as a store
  * through `o` could otherwise alias them and block vectorization. */
 #define RNGX_SPAN_ELEMENTS(kernel, sfx, T, K, reads)                                                              \
-  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so, const T *x,  \
-                                       int64_t si) {                                                              \
-    for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, (reads) ? x[j * si] : (T)0); \
+  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so,             \
+                                       const RNGX_INPUT_TYPE(sfx, T) *x, int64_t si) {                            \
+    for (int64_t j = 0; j < n; ++j)                                                                               \
+      o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, (reads) ? x[j * si] : (RNGX_INPUT_TYPE(sfx, T))0); \
   }                                                                                                               \
   RNGX_CLONES FLAT static void kernel##_##sfx(const rngx_op *op, const rngx_span *r) {                            \
     if (r->so == 1 && (!(reads) || r->si == 1)) kernel##_##sfx##_run(op->p, r->w, r->n, r->out, 1, r->in, 1);      \
@@ -132,6 +133,9 @@
 #define RNGX_LOOP_INTS_WIDE(kernel, dtype, p, words)                                                              \
   (RNGX_WIDE(dtype, p, words) ? kernel##_b64_wide : RNGX_LOOP_INTS(kernel, dtype, p, words))
 #define RNGX_LOOP_F64(kernel, dtype, p, words) kernel##_f64
+#define RNGX_LOOP_ROUND(in, IN, out, OUT, TO, k, kernel, dtype, p)                                                \
+  (p)->from == RNGX_##IN && (dtype) == RNGX_##OUT ? kernel##_##in##_##out:
+#define RNGX_LOOP_ROUNDS(kernel, dtype, p, words) (RNGX_ROUND_PAIRS(RNGX_LOOP_ROUND, kernel, dtype, p)(rngx_loop_fn)0)
 
 #define RNGX_PAIRED_ELEMENTS 0
 #define RNGX_PAIRED_PAIRS 1
@@ -143,6 +147,7 @@
   void rngx_##kernel(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {                     \
     const rngx_op op = {.loop = RNGX_CAT(RNGX_LOOP_, RNGX_TYPES_##out)(kernel, job->dtype, p, words),             \
                         .reads_input = RNGX_READS_##first,                                                        \
+                        .in_dtype = RNGX_CAT(RNGX_INPUT_DTYPE_, RNGX_TYPES_##out)(job->dtype, p),                 \
                         .k = rngx_##kernel##_words(job->dtype, p),                                                \
                         .paired = RNGX_PAIRED_##form,                                                             \
                         .p = *p};                                                                                 \
@@ -157,6 +162,7 @@ RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
   void rngx_##kernel(const rngx_job *job, int64_t begin, int64_t end) {                                           \
     const rngx_params none = {0};                                                                                 \
     const rngx_op op = {.loop = RNGX_LOOP_##types(kernel, job->dtype, &none, words), .reads_input = reads,        \
+                        .in_dtype = job->dtype,                                                                   \
                         .k = rngx_##kernel##_words(job->dtype), .p = none};                                       \
     rngx_execute(job, &op, begin, end);                                                                           \
   }
