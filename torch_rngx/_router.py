@@ -93,8 +93,8 @@ def sample(kind, x, key, *params):
 
 def draw(kind, x, generator, *params):
     owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
-    d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
-    dtype = d if type(d) is torch.dtype else x.dtype
+    # an op's dtype parameter comes just before the view; the words follow it (stochastic_round's: x's dtype)
+    dtype = _spec.words_dtype(kind, x.dtype, params[-3] if len(params) > 2 else None)
     numel = x.numel() if params[-2] is None else math.prod(params[-2])
     if torch.compiler.is_compiling():
         key = _step.key(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
@@ -145,8 +145,8 @@ def fill_(kind, tensor, generator, *params):
     ):
         with torch.no_grad():
             return tensor.copy_(draw(kind, tensor, generator, *params))
-    d = params[-3] if len(params) > 2 else None
-    key = _functions.drawn_key(owner, numel, d if type(d) is torch.dtype else tensor.dtype, kind, params)
+    dtype = _spec.words_dtype(kind, tensor.dtype, params[-3] if len(params) > 2 else None)
+    key = _functions.drawn_key(owner, numel, dtype, kind, params)
     flat, whole = tensor.view(-1), [numel]
     with AutoDispatchBelowAutograd(), torch.no_grad():
         for start in range(0, numel, FILL_CHUNK):
@@ -191,8 +191,7 @@ def _compiled(kind, x, key, params):
 def _record(kind, x, key, params):
     """Tells the key-reuse checker (on) the words a call with an explicit key reads: x's elements' or, under a
     global view, its block's."""
-    d = params[-3] if len(params) >= 3 else None
-    dtype = d if isinstance(d, torch.dtype) else x.dtype
+    dtype = _spec.words_dtype(kind, x.dtype, params[-3] if len(params) >= 3 else None)
     _reuse.active.draw(
         kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:]
     )

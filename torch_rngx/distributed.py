@@ -160,7 +160,8 @@ def _fused(spec):
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
-        key = _step.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
+        dtype = _spec.words_dtype(spec.name, x.dtype, a.get("dtype"))
+        key = _step.advance(state, blocks_of(x.numel(), dtype, spec.name, span))
         return spec.kernel(state=key, **a)
 
     return rule
