@@ -137,6 +137,7 @@ def test_mean_over_keys_is_x(pair):
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=IDS)
+@ONE_KEY_FOR_ALL
 def test_nan_infinities_out_of_range_and_saturate(pair):
     src, dst = pair
     fi = torch.finfo(dst)

@@ -9,7 +9,7 @@ import torch
 from . import _library  # noqa: F401
 
 # isort: split
-from . import _ops, _stateful, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' Python registrations)
+from . import _ops, _stateful, debug, functional, nn, optim, testing  # noqa: F401  (_ops: the ops' registrations)
 from ._mode import UncoveredRandomWarning, mode
 from ._replay import checkpoint_context
 from ._spec import ops  # noqa: F401  (torch.ops.rngx)
@@ -32,6 +32,7 @@ __all__ = [
     "include_dir",
     "mode",
     "nn",
+    "optim",
     "testing",
 ]
 __all__ += _stateful.__all__
