@@ -158,3 +158,24 @@ def test_seed_defaults_from_torch_manual_seed_and_bad_arguments_are_named():
                                (-1, ValueError, r"seed must be in \[0, 2\^63\)"), (1 << 63, ValueError, "seed")):
         with pytest.raises(error, match=words):
             torch_rngx.optim.stochastic_rounding(opt, seed=seed)
+
+
+@RERUNS
+def test_a_step_that_raises_leaves_the_parameters_in_place():
+    """The optimizer sees float32 stand-ins during a step; a step that raised (here its closure) has them put back
+    at the next one, which then rounds as usual."""
+    w = torch.nn.Parameter(torch.randn(30).bfloat16())
+    opt = torch.optim.SGD([w], lr=0.5, momentum=0.9)
+    torch_rngx.optim.stochastic_rounding(opt, seed=SEED)
+
+    def closure():
+        raise RuntimeError("closure failed")
+
+    w.grad = torch.randn(30).bfloat16()
+    with pytest.raises(RuntimeError, match="closure failed"):
+        opt.step(closure)
+    before = w.detach().float()
+    opt.step()
+    assert opt.param_groups[0]["params"][0] is w and w.dtype == torch.bfloat16
+    assert opt.state[w]["momentum_buffer"].dtype == torch.float32
+    assert torch.equal(w, F.stochastic_round(before - 0.5 * w.grad.float(), key_for(0, 0), torch.bfloat16))

@@ -35,11 +35,15 @@ class StochasticRounding:
 
     Each param group keeps the seed and its count of rounded steps in `stochastic_round_seed` and
     `stochastic_round_step`: optimizer.state_dict() saves them and load_state_dict restores them.
+
+    During a step the optimizer sees a float32 stand-in for each low-precision parameter with a gradient (a new
+    Parameter holding float32 copies of its value and gradient, in its place in the param group, with its state);
+    the parameter itself is never swapped or retyped, so a DTensor parameter or any tensor subclass works alike.
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, seed: int) -> None:
         self.optimizer, self.seed = optimizer, seed
-        self._swapped: list = []  # (param, its own data, its own grad) while a step runs in float32
+        self._stand_ins: list = []  # (index, parameter, its float32 stand-in, group, position) while a step runs
         self._handles = [
             optimizer.register_step_pre_hook(self._to_float32),
             optimizer.register_step_post_hook(self._round_back),
@@ -52,38 +56,55 @@ class StochasticRounding:
             handle.remove()
 
     def _params(self):
-        """(index in the optimizer's state_dict, parameter, its group) of every low-precision parameter."""
+        """(index in the optimizer's state_dict, parameter, its group, its position there) of every low-precision
+        parameter."""
         index = 0
         for group in self.optimizer.param_groups:
             group.setdefault(_SEED, self.seed)
             group.setdefault(_STEP, 0)
-            for p in group["params"]:
+            for pos, p in enumerate(group["params"]):
                 if p.dtype in LOW:
-                    yield index, p, group
+                    yield index, p, group, pos
                 index += 1
 
+    def _stand_in(self, index, p, group, pos, value):
+        """Puts `value` (a float32 Parameter) in p's place in its group, with p's optimizer state."""
+        group["params"][pos] = value
+        if p in self.optimizer.state:
+            self.optimizer.state[value] = self.optimizer.state.pop(p)
+        self._stand_ins.append((index, p, value, group, pos))
+
+    def _restore(self, optimizer: Any = None) -> None:
+        """Each parameter back in its place, with the state its stand-in has now."""
+        stand_ins, self._stand_ins = self._stand_ins, []
+        for _, p, value, group, pos in stand_ins:
+            group["params"][pos] = p
+            if value in self.optimizer.state:
+                self.optimizer.state[p] = self.optimizer.state.pop(value)
+
     def _to_float32(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """Before the step: each low-precision parameter with a gradient holds a float32 copy of itself and of its
-        gradient, so the optimizer (and the state it makes, such as Adam's moments) works in float32."""
+        """Before the step: float32 stand-ins for the low-precision parameters with a gradient, so the optimizer (and
+        the state it makes, such as Adam's moments) works in float32. A step that raised left its stand-ins: they go
+        first."""
+        self._restore()
         with torch.no_grad():
-            for index, p, group in self._params():
+            for index, p, group, pos in list(self._params()):
                 if p.grad is None:
                     continue
-                self._swapped.append((index, p, group, p.data, p.grad))
-                p.data = p.data.float()
-                p.grad = p.grad.float()
+                value = torch.nn.Parameter(p.detach().float(), requires_grad=p.requires_grad)
+                value.grad = p.grad.float()
+                self._stand_in(index, p, group, pos, value)
 
     def _round_back(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """After the step: each float32 result rounded stochastically into the parameter's own storage, its own
-        gradient back; every group's step count moves on."""
-        swapped, self._swapped = self._swapped, []
+        """After the step: each float32 result rounded stochastically into its parameter, in place; every group's
+        step count moves on."""
+        rounded = [(p, value, index, group) for index, p, value, group, _ in self._stand_ins]
+        self._restore()
         with torch.no_grad():
-            if swapped:
-                keys = self._keys([(index, group) for index, _, group, _, _ in swapped])
-                for key, (_, p, _, data, grad) in zip(keys, swapped):
-                    data.copy_(functional.stochastic_round(p.data, key, data.dtype))
-                    p.data = data
-                    p.grad = grad
+            if rounded:
+                keys = self._keys([(index, group) for _, _, index, group in rounded])
+                for key, (p, value, _, _) in zip(keys, rounded):
+                    p.copy_(functional.stochastic_round(value.detach(), key, p.dtype))
             for group in self.optimizer.param_groups:
                 group[_STEP] = group.get(_STEP, 0) + 1
 
@@ -101,16 +122,10 @@ class StochasticRounding:
 
     def _load_as_float32(self, optimizer: Any, state_dict: Any) -> None:
         """load_state_dict converts each saved state tensor to its parameter's dtype: for the rounded parameters that
-        is float32, the dtype the steps made it in, so each is float32 while loading."""
-        with torch.no_grad():
-            for _, p, _ in self._params():
-                self._swapped.append((None, p, None, p.data, None))
-                p.data = p.data.float()
-
-    def _restore(self, optimizer: Any) -> None:
-        swapped, self._swapped = self._swapped, []
-        for _, p, _, data, _ in swapped:
-            p.data = data
+        is float32, the dtype the steps made it in, so each has an (uninitialized) float32 stand-in while loading."""
+        self._restore()
+        for index, p, group, pos in list(self._params()):
+            self._stand_in(index, p, group, pos, torch.empty_like(p, dtype=torch.float32))
 
 
 def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = None) -> StochasticRounding:
