@@ -24,6 +24,8 @@ MODULES = {
     "torch_rngx.nn.init": "Weight initialisers, like torch.nn.init's.",
     "torch_rngx.functional": "Stateless functions on explicit keys, like `torch.func._random`: the same key gives the "
                              "same values and is never modified. Import it as `import torch_rngx.functional as rf`.",
+    "torch_rngx.optim": "bfloat16 or float16 weights with no float32 master copy: any torch.optim optimizer steps "
+                        "them in float32 and rounds back stochastically.",
     "torch_rngx.testing": "torch.library.opcheck over every op, for your CI.",
     "torch_rngx.debug": "Debugging aids: the key-reuse checker (docs/guide.md, \"Catching key reuse\").",
     "torch_rngx.distributed": "DTensor support, registered by `import torch_rngx` (docs/distributed.md).",

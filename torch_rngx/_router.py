@@ -75,6 +75,7 @@ _WORDS = {
     for dtype in op.dtypes
     for wide in ((False, True) if op.wide else (False,))
 }
+_WORDS_BY_INPUT = frozenset(kind for kind, op in SPECS.items() if op.words_by_input)  # stochastic_round
 FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
 
 
@@ -93,8 +94,8 @@ def sample(kind, x, key, *params):
 
 def draw(kind, x, generator, *params):
     owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
-    # an op's dtype parameter comes just before the view; the words follow it (stochastic_round's: x's dtype)
-    dtype = _spec.words_dtype(kind, x.dtype, params[-3] if len(params) > 2 else None)
+    d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
+    dtype = d if type(d) is torch.dtype and kind not in _WORDS_BY_INPUT else x.dtype  # _spec.words_dtype, inline
     numel = x.numel() if params[-2] is None else math.prod(params[-2])
     if torch.compiler.is_compiling():
         key = _step.key(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))

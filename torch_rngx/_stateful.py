@@ -295,8 +295,8 @@ def stochastic_round(
     probability in proportion to nearness, so the result is x on average (functional.stochastic_round's values on a
     drawn key). Where x.to(dtype) loses an update smaller than half a step, this keeps it in expectation: the rounding
     bf16 weights and float8 casts rely on. Each element's rounding depends only on the key and its index, so the
-    values are the same eager and compiled, on CPU and CUDA, in any layout, thread count and shard layout. No torch
-    counterpart.
+    values are the same eager and compiled, on CPU and CUDA, in any layout, thread count and shard layout.
+    No torch counterpart.
 
     Args:
         x (Tensor): a float16, bfloat16, float32 or float64 tensor.

@@ -30,8 +30,9 @@ def __dir__():
 
 
 class StochasticRounding:
-    """What stochastic_rounding registers on an optimizer: its step and load_state_dict hooks. `remove()` takes them
-    off (the optimizer then steps its parameters in their own dtype again).
+    """What stochastic_rounding returns: the step and load_state_dict hooks it registers on an optimizer.
+    `remove()` takes them off (the optimizer then steps its parameters in their own dtype again).
+    No torch counterpart; make one with stochastic_rounding.
 
     Each param group keeps the seed and its count of rounded steps in `stochastic_round_seed` and
     `stochastic_round_step`: optimizer.state_dict() saves them and load_state_dict restores them.
@@ -39,6 +40,18 @@ class StochasticRounding:
     During a step the optimizer sees a float32 stand-in for each low-precision parameter with a gradient (a new
     Parameter holding float32 copies of its value and gradient, in its place in the param group, with its state);
     the parameter itself is never swapped or retyped, so a DTensor parameter or any tensor subclass works alike.
+
+    Args:
+        optimizer (torch.optim.Optimizer): the optimizer it rounds for.
+        seed (int): the seed of its keys, in [0, 2^63).
+
+    Example::
+
+        >>> opt = torch.optim.SGD(torch.nn.Linear(2, 2).bfloat16().parameters(), lr=0.1)
+        >>> rounding = torch_rngx.optim.stochastic_rounding(opt, seed=3)
+        >>> rounding.seed
+        3
+        >>> rounding.remove()
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, seed: int) -> None:

@@ -288,3 +288,184 @@ def normal(seed, offset, j, params_ptr, DTYPE: tl.constexpr):
         c, s = _box_muller(w0.to(tl.float64) + 1.0, w1.to(tl.int64), 32, False)
         z = tl.where(odd, s, c).to(tl.float32)
         return to_dtype(z * tl.load(params_ptr + 1).to(tl.float32) + tl.load(params_ptr).to(tl.float32), DTYPE)
+
+
+# ---- device side: stochastic_round (docs/stream.md, "stochastic_round"; elements.h's rngx_sround32/64) ----
+# Integer operations only (shifts clamped below the width, as in C), so any launch gives our bits: no
+# enable_fp_fusion needed. float16 and bfloat16 inputs are widened to float32 exactly first.
+
+
+@triton.jit
+def _sround_mag32(a, w, M: tl.constexpr, BIAS: tl.constexpr):
+    """|x|'s float32 bits a (at most the target's largest value) rounded to the target with the word w, as the
+    target's magnitude bits: the low 23 - M bits are the distance where the target is normal; below its smallest
+    normal, x's significand shifted into 64 bits holds the value below (high word) and the distance (low word)."""
+    DN: tl.constexpr = 23 - M
+    TOP: tl.constexpr = 128 - BIAS
+    normal = (a >> DN) + (w < (a << (32 - DN))).to(tl.uint32) - ((127 - BIAS) << M)
+    if BIAS == 127:  # bfloat16 has float32's exponents
+        return normal
+    else:
+        e = a >> 23
+        e1 = tl.maximum(e, 1)
+        d = tl.minimum((DN + TOP) - e1, 63)  # used only where e1 < TOP
+        big = ((a & 0x7FFFFF) | tl.where(e != 0, 0x800000, 0).to(tl.uint32)).to(tl.uint64) << 32
+        v = big >> d.to(tl.uint64)
+        small = (v >> 32).to(tl.uint32) + (w < v.to(tl.uint32)).to(tl.uint32)
+        return tl.where(e1 < TOP, small, normal)
+
+
+@triton.jit
+def _sround_mag64(a, u, M: tl.constexpr, BIAS: tl.constexpr):
+    """The same for |x|'s float64 bits a and the 64-bit u."""
+    DN: tl.constexpr = 52 - M
+    TOP: tl.constexpr = 1024 - BIAS
+    normal = (a >> DN) + (u < (a << (64 - DN))).to(tl.uint64) - ((1023 - BIAS) << M)
+    e = a >> 52
+    e1 = tl.maximum(e, 1)
+    d = (DN + TOP) - e1  # > DN where used (e1 < TOP)
+    big = (a & 0xFFFFFFFFFFFFF) | tl.where(e != 0, 1 << 52, 0).to(tl.uint64)
+    below = big >> tl.minimum(d, 63)
+    dist = tl.where(d <= 64, big << (64 - tl.minimum(d, 64)), big >> tl.minimum(d - 64, 63))
+    return tl.where(e1 < TOP, below + (u < dist).to(tl.uint64), normal).to(tl.uint32)
+
+
+@triton.jit
+def _sround_finish(in_range, nan_x, sign, mag, over, max_bits, over_bits, nan_bits, SATURATE: tl.constexpr):
+    """NaN, values past the largest finite one (x.to(dtype)'s: over_bits from `over` on, else the largest; with
+    SATURATE always the largest) and the rounding."""
+    if SATURATE:
+        past = tl.full(mag.shape, max_bits, tl.uint32)
+    else:
+        past = tl.where(over, over_bits, max_bits).to(tl.uint32)
+    return sign | tl.where(nan_x, nan_bits, tl.where(in_range, mag, past)).to(tl.uint32)
+
+
+@triton.jit
+def _sround_target(
+    x,
+    seed,
+    offset,
+    j,
+    M: tl.constexpr,
+    BIAS: tl.constexpr,
+    SIGN_SHIFT: tl.constexpr,
+    MAX32: tl.constexpr,
+    OVER32: tl.constexpr,
+    MAX64: tl.constexpr,
+    OVER64: tl.constexpr,
+    MAX_BITS: tl.constexpr,
+    OVER_BITS: tl.constexpr,
+    NAN_BITS: tl.constexpr,
+    SATURATE: tl.constexpr,
+):
+    """The target's magnitude and sign bits of element j (elements.h's rngx_sround_target fields)."""
+    if x.dtype == tl.float64:
+        w0, w1 = words2(seed, offset, j)
+        b = x.to(tl.uint64, bitcast=True)
+        a = b & 0x7FFFFFFFFFFFFFFF
+        mag = _sround_mag64(a, (w0.to(tl.uint64) << 32) | w1.to(tl.uint64), M, BIAS)
+        sign = (b >> 63).to(tl.uint32) << SIGN_SHIFT
+        return _sround_finish(
+            a <= MAX64, a > 0x7FF0000000000000, sign, mag, a >= OVER64, MAX_BITS, OVER_BITS, NAN_BITS, SATURATE
+        )
+    else:
+        b = x.to(tl.float32).to(tl.uint32, bitcast=True)  # exact for float16 and bfloat16
+        a = b & 0x7FFFFFFF
+        mag = _sround_mag32(a, word(seed, offset, j), M, BIAS)
+        return _sround_finish(
+            a <= MAX32,
+            a > 0x7F800000,
+            (b >> 31) << SIGN_SHIFT,
+            mag,
+            a >= OVER32,
+            MAX_BITS,
+            OVER_BITS,
+            NAN_BITS,
+            SATURATE,
+        )
+
+
+@triton.jit
+def stochastic_round(x, seed, offset, j, DTYPE: tl.constexpr, SATURATE: tl.constexpr):
+    """stochastic_round(x, state, dtype, saturate) of element j: x (float16, bfloat16, float32 or float64) rounded
+    to DTYPE (tl.bfloat16, tl.float16, tl.float8e4nv for torch.float8_e4m3fn or tl.float8e5 for
+    torch.float8_e5m2), of lower precision than x; SATURATE clamps values past DTYPE's range to its largest. Takes
+    x's words: word j (float64: words 2j, 2j + 1). Integer operations only: any launch gives our bits."""
+    if DTYPE == tl.bfloat16:
+        r = _sround_target(
+            x,
+            seed,
+            offset,
+            j,
+            7,
+            127,
+            15,
+            0x7F7F0000,
+            0x7F7F8000,
+            0x47EFE00000000000,
+            0x47EFEFFFF0000000,
+            0x7F7F,
+            0x7F80,
+            0x7FC0,
+            SATURATE,
+        )
+        return r.to(tl.uint16).to(DTYPE, bitcast=True)
+    elif DTYPE == tl.float16:
+        r = _sround_target(
+            x,
+            seed,
+            offset,
+            j,
+            10,
+            15,
+            15,
+            0x477FE000,
+            0x477FF000,
+            0x40EFFC0000000000,
+            0x40EFFDFFF0000000,
+            0x7BFF,
+            0x7C00,
+            0x7E00,
+            SATURATE,
+        )
+        return r.to(tl.uint16).to(DTYPE, bitcast=True)
+    elif DTYPE == tl.float8e4nv:
+        r = _sround_target(
+            x,
+            seed,
+            offset,
+            j,
+            3,
+            7,
+            7,
+            0x43E00000,
+            0x7F800000,
+            0x407C000000000000,
+            0x7FF0000000000000,
+            0x7E,
+            0x7E,
+            0x7F,
+            SATURATE,
+        )
+        return r.to(tl.uint8).to(DTYPE, bitcast=True)
+    else:
+        tl.static_assert(DTYPE == tl.float8e5, "DTYPE must be tl.bfloat16, tl.float16, tl.float8e4nv or tl.float8e5")
+        r = _sround_target(
+            x,
+            seed,
+            offset,
+            j,
+            2,
+            15,
+            7,
+            0x47600000,
+            0x47700000,
+            0x40EC000000000000,
+            0x40EDFFFFF0000000,
+            0x7B,
+            0x7C,
+            0x7F,
+            SATURATE,
+        )
+        return r.to(tl.uint8).to(DTYPE, bitcast=True)
