@@ -570,14 +570,17 @@ RNGX_FN rngx_sround_target rngx_sround_e5m2(void) {
 }
 
 /* |x| as float32 bits a (at most the target's largest finite value) rounded to the target with the word w, as the
- * target's magnitude bits. Where the target is normal its gap is 2^(23 - m) float32 ulps: the low 23 - m bits of a
- * are the distance below, and the value goes up iff w < those bits << (9 + m) (so with probability distance / gap,
- * exactly); a carry runs into the exponent as it should. Below the target's smallest normal (float32 exponent
- * field top) the gap is fixed: |x| = M 2^(e1 - 150) is d = 23 - m + top - e1 bits finer, and M 2^(32 - d) in 64 bits
- * holds the value below (high word) and the distance's top 32 bits (low word). */
+ * target's magnitude bits. Where the target is normal its gap is 2^(23 - m) float32 ulps: the low dn = 23 - m bits
+ * of a are the distance below, F = those bits << (32 - dn), and the value goes up iff w < F (so with probability
+ * distance / gap, exactly); as F's low 32 - dn bits are 0 that is w >> (32 - dn) < the distance, a compare of two
+ * numbers below 2^dn (signed, which vectorizes in one instruction). A carry runs into the exponent as it should.
+ * Below the target's smallest normal (float32 exponent field top) the gap is fixed: |x| = M 2^(e1 - 150) is
+ * d = 23 - m + top - e1 bits finer, and M 2^(32 - d) in 64 bits holds the value below (high word) and the distance's
+ * top 32 bits (low word). */
 RNGX_FN uint32_t rngx_sround_mag32(uint32_t a, uint32_t w, uint32_t m, uint32_t bias) {
   const uint32_t dn = 23 - m, e = a >> 23, e1 = e > 1 ? e : 1, top = 128 - bias;
-  const uint32_t normal = (a >> dn) + (uint32_t)(w < a << (32 - dn)) - ((127 - bias) << m);
+  const int32_t up = (int32_t)(w >> (32 - dn)) < (int32_t)(a & ((1u << dn) - 1));
+  const uint32_t normal = (a >> dn) + (uint32_t)up - ((127 - bias) << m);
   if (bias == 127) return normal; /* bfloat16 has float32's exponents (and subnormals): always the bit pattern's */
   const uint32_t d = dn + top - e1; /* used only where e1 < top */
   const uint64_t v = ((uint64_t)((a & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0)) << 32) >> (d < 63 ? d : 63);
@@ -600,8 +603,18 @@ RNGX_FN uint32_t rngx_sround_mag64(uint64_t a, uint64_t u, uint32_t m, uint32_t 
  * x's throughout (-0 stays -0). */
 RNGX_FN uint32_t rngx_sround32(uint32_t b, uint32_t w, int saturate, rngx_sround_target t) {
   const uint32_t a = b & 0x7FFFFFFFu, sign = (b >> 31) << t.sign_shift;
-  const uint32_t past = saturate || a < t.over32 ? t.max_bits : t.over_bits;
-  return sign | (a > 0x7F800000u ? t.nan_bits : a <= t.max32 ? rngx_sround_mag32(a, w, t.m, t.bias) : past);
+  const int32_t sa = (int32_t)a; /* below 2^31: signed compares, one instruction each in a vector */
+  const uint32_t past = saturate || sa < (int32_t)t.over32 ? t.max_bits : t.over_bits;
+  return sign | (sa > 0x7F800000 ? t.nan_bits : sa <= (int32_t)t.max32 ? rngx_sround_mag32(a, w, t.m, t.bias) : past);
+}
+
+/* The rounding alone, sign included, right where |x| is at most the target's largest value; *past |= 1 where it
+ * is not (NaN or past it), where only rngx_sround32 gives the element. The CPU loops (loops.c) run this over a span
+ * and redo the span with the element in the rare case that anything was past. */
+RNGX_FN uint32_t rngx_sround32_in_range(uint32_t b, uint32_t w, rngx_sround_target t, uint32_t *past) {
+  const uint32_t a = b & 0x7FFFFFFFu;
+  *past |= (uint32_t)((int32_t)a > (int32_t)t.max32);
+  return (b >> 31) << t.sign_shift | rngx_sround_mag32(a, w, t.m, t.bias);
 }
 
 RNGX_FN uint32_t rngx_sround64(uint64_t b, uint32_t w0, uint32_t w1, int saturate, rngx_sround_target t) {
@@ -630,10 +643,20 @@ RNGX_HOST_FN const char *rngx_sround_params(rngx_dtype dtype, rngx_dtype from, i
   return 0;
 }
 
-/* rngx_sround_element_<input>_<target>: x's float16 and bfloat16 as bits, the targets' bits out. */
+RNGX_FN uint32_t rngx_sround64_in_range(uint64_t b, uint32_t w0, uint32_t w1, rngx_sround_target t, uint32_t *past) {
+  const uint64_t a = b & 0x7FFFFFFFFFFFFFFFull;
+  *past |= (uint32_t)(a > t.max64);
+  return (uint32_t)(b >> 63) << t.sign_shift | rngx_sround_mag64(a, (uint64_t)w0 << 32 | w1, t.m, t.bias);
+}
+
+/* rngx_sround_element_<input>_<target>: x's float16 and bfloat16 as bits, the targets' bits out; and
+ * rngx_sround_in_range_<input>_<target>, the loops' fast form (rngx_sround32_in_range). */
 #define RNGX_SROUND_ELEMENT(in, TI, out, TO, bits_of)                                                            \
   RNGX_FN TO rngx_sround_element_##in##_##out(const rngx_params *p, const uint32_t *w, TI x) {                    \
     return (TO)rngx_sround32(bits_of(x), w[0], p->saturate, rngx_sround_##out());                                 \
+  }                                                                                                               \
+  RNGX_FN TO rngx_sround_in_range_##in##_##out(const uint32_t *w, TI x, uint32_t *past) {                         \
+    return (TO)rngx_sround32_in_range(bits_of(x), w[0], rngx_sround_##out(), past);                              \
   }
 #define RNGX_SROUND_F16_BITS(x) rngx_f32_bits(rngx_f16_to_f32_lanes(x))
 #define RNGX_SROUND_BF16_BITS(x) ((uint32_t)(x) << 16)
@@ -649,6 +672,9 @@ RNGX_SROUND_ELEMENT(bf16, uint16_t, e5m2, uint8_t, RNGX_SROUND_BF16_BITS)
 #define RNGX_SROUND_ELEMENT64(out, TO)                                                                            \
   RNGX_FN TO rngx_sround_element_f64_##out(const rngx_params *p, const uint32_t *w, double x) {                   \
     return (TO)rngx_sround64(rngx_f64_bits(x), w[0], w[1], p->saturate, rngx_sround_##out());                     \
+  }                                                                                                               \
+  RNGX_FN TO rngx_sround_in_range_f64_##out(const uint32_t *w, double x, uint32_t *past) {                        \
+    return (TO)rngx_sround64_in_range(rngx_f64_bits(x), w[0], w[1], rngx_sround_##out(), past);                  \
   }
 RNGX_SROUND_ELEMENT64(bf16, uint16_t)
 RNGX_SROUND_ELEMENT64(f16, uint16_t)

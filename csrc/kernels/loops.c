@@ -86,9 +86,27 @@
     else kernel##_##sfx##_run(op->p, r->w, r->n, r->out, r->so);                                                   \
   }
 
+/* SROUND: stochastic_round's span in the common case that every x is within the target's range, without the
+ * element's NaN and out-of-range selects (rngx_sround_in_range_*: half the float32 -> bfloat16 loop's time); a span
+ * with any x past the range (or NaN) is then done again by the element itself. */
+#define RNGX_SPAN_SROUND(kernel, sfx, T, K, reads)                                                                \
+  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so,             \
+                                       const RNGX_INPUT_TYPE(sfx, T) *x, int64_t si) {                            \
+    uint32_t past = 0;                                                                                            \
+    for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_in_range_##sfx(w + (K) * j, x[j * si], &past);   \
+    if (past)                                                                                                     \
+      for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, x[j * si]);     \
+  }                                                                                                               \
+  RNGX_CLONES FLAT static void kernel##_##sfx(const rngx_op *op, const rngx_span *r) {                            \
+    if (r->so == 1 && r->si == 1) kernel##_##sfx##_run(op->p, r->w, r->n, r->out, 1, r->in, 1);                    \
+    else if (r->so == 1 && r->si == 0) kernel##_##sfx##_run(op->p, r->w, r->n, r->out, 1, r->in, 0);               \
+    else kernel##_##sfx##_run(op->p, r->w, r->n, r->out, r->so, r->in, r->si);                                     \
+  }
+
 /* A kernel whose CPU loop is not its form's plain one says so here (RNGX_OWN_SPAN_<kernel>: "~, its span"); the
  * others take RNGX_SPAN_<form>. */
 #define RNGX_OWN_SPAN_truncnorm ~, RNGX_SPAN_TRUNCNORM
+#define RNGX_OWN_SPAN_sround ~, RNGX_SPAN_SROUND
 #define RNGX_SECOND(a, b, ...) b
 #define RNGX_SECOND_OF(...) RNGX_SECOND(__VA_ARGS__)
 #define RNGX_CPU_SPAN(kernel, form) RNGX_SECOND_OF(RNGX_CAT(RNGX_OWN_SPAN_, kernel), RNGX_SPAN_##form, ~)
