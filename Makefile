@@ -179,6 +179,22 @@ api-doc: $(SO)
 bench: $(SO)
 	$(PYTHON) benchmarks/bench.py
 
+# stochastic_round against x.to(bfloat16) and torchao's _fp32_to_bf16_sr, and the optimizer's step (docs/performance.md,
+# "Stochastic rounding"). torchao goes into the venv over the CPU torch without its dependencies: the function timed is
+# torch ops. sround-plot draws docs/stochastic_rounding.png (docs/training.md).
+TORCHAO_VERSION ?= 0.18.0
+
+$(VENV)/.torchao-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q --no-deps "torchao==$(TORCHAO_VERSION)"
+	touch $@
+
+.PHONY: bench-sround sround-plot
+bench-sround: $(SO) $(VENV)/.torchao-stamp
+	$(PYTHON) benchmarks/sround.py
+
+sround-plot: $(SO)
+	$(PYTHON) benchmarks/sround_training.py
+
 # The CUDA kernels, run on the CPU through a stand-in runtime (tests/cuda_emu), must write the C kernels' bytes.
 # Needs only a C++ compiler; binaries in tests/c/bin/emu/.
 .PHONY: cuda-emu

@@ -326,7 +326,7 @@ def _sround_mag64(a, u, M: tl.constexpr, BIAS: tl.constexpr):
     d = (DN + TOP) - e1  # > DN where used (e1 < TOP)
     big = (a & 0xFFFFFFFFFFFFF) | tl.where(e != 0, 1 << 52, 0).to(tl.uint64)
     below = big >> tl.minimum(d, 63)
-    dist = tl.where(d <= 64, big << (64 - tl.minimum(d, 64)), big >> tl.minimum(d - 64, 63))
+    dist = tl.where(d <= 64, big << ((64 - tl.minimum(d, 64)) & 63), big >> tl.minimum(d - 64, 63))  # below 64
     return tl.where(e1 < TOP, below + (u < dist).to(tl.uint64), normal).to(tl.uint32)
 
 

@@ -594,7 +594,8 @@ RNGX_FN uint32_t rngx_sround_mag64(uint64_t a, uint64_t u, uint32_t m, uint32_t 
   const uint64_t normal = (a >> dn) + (uint64_t)(u < a << (64 - dn)) - ((uint64_t)(1023 - bias) << m);
   const uint64_t big = (a & 0xFFFFFFFFFFFFFull) | (e != 0 ? 1ull << 52 : 0), d = dn + top - e1; /* d > dn */
   const uint64_t below = big >> (d < 63 ? d : 63);
-  const uint64_t dist = d <= 64 ? big << (64 - d) : big >> (d - 64 < 63 ? d - 64 : 63);
+  /* the shifts stay below 64 for every d, those of the branch not taken too (d is 0 .. 45 there) */
+  const uint64_t dist = d <= 64 ? big << ((64 - d) & 63) : big >> (d - 64 < 63 ? d - 64 : 63);
   return (uint32_t)(e1 < top ? below + (uint64_t)(u < dist) : normal);
 }
 
