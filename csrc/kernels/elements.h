@@ -615,6 +615,8 @@ RNGX_FN uint32_t rngx_sround32(uint32_t b, uint32_t w, int saturate, rngx_sround
 RNGX_FN uint32_t rngx_sround32_in_range(uint32_t b, uint32_t w, rngx_sround_target t, uint32_t *past) {
   const uint32_t a = b & 0x7FFFFFFFu;
   *past |= (uint32_t)((int32_t)a > (int32_t)t.max32);
+  if (t.bias == 127) /* bfloat16: x's top half, sign included, plus the carry (which stays below the sign here) */
+    return (b >> 16) + (uint32_t)((int32_t)(w >> 16) < (int32_t)(b & 0xFFFFu));
   return (b >> 31) << t.sign_shift | rngx_sround_mag32(a, w, t.m, t.bias);
 }
 
