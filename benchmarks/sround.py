@@ -9,8 +9,10 @@ best round):
   the float32 bits) run in its place, and the table says which ran.
 - per call at 2^10 elements, 1 thread: ours against x.to(torch.bfloat16) plus a torch.rand_like(x) (target: at most
   1.3x their time).
-- an optimizer step (AdamW, and SGD with momentum) on 2^22 parameters in 4 tensors, 2 threads: bfloat16 weights with
-  torch_rngx.optim.stochastic_rounding against the same optimizer on float32 weights (target: at most 1.3x its time).
+- an optimizer step (AdamW, and SGD with momentum) on 2^22 parameters in 4 tensors, on 1 and on 2 threads: bfloat16
+  weights with torch_rngx.optim.stochastic_rounding against the same optimizer on float32 weights (target: at most
+  1.3x its time). On a shared machine the 2-thread rows also count each op's wait for its second thread, which our
+  step has more of (it adds 3 ops per parameter to the optimizer's 10 or so).
 
     .venv/bin/python benchmarks/sround.py            # about a minute on 2 cores
 """
@@ -72,8 +74,8 @@ def per_call_rows(budget):
              times["cast + rand_like"], times["ours"] / times["cast + rand_like"], "<= 1.3 (time)")]
 
 
-def optimizer_rows(budget, log2=22):
-    torch.set_num_threads(2)
+def optimizer_rows(budget, threads, log2=22):
+    torch.set_num_threads(threads)
     shape = (4, (1 << log2) // 4)
     rows = []
 
@@ -90,8 +92,9 @@ def optimizer_rows(budget, log2=22):
                        ("SGD, momentum 0.9", lambda ps: torch.optim.SGD(ps, lr=1e-3, momentum=0.9))):
         ours, theirs = optimizer(make, torch.bfloat16), optimizer(make, torch.float32)
         times = _interleaved({"ours": ours.step, "float32": theirs.step}, budget)
-        rows.append((f"{name} step, 2^{log2} parameters, 2 threads", f"{name} on float32 weights", times["ours"],
-                     times["float32"], times["ours"] / times["float32"], "<= 1.3 (time)" if name == "AdamW" else ""))
+        rows.append((f"{name}, 2^{log2} params, {threads} thread{'s' * (threads > 1)}", f"{name} on float32 weights",
+                     times["ours"], times["float32"], times["ours"] / times["float32"],
+                     "<= 1.3 (time)" if name == "AdamW" else ""))
     return rows
 
 
@@ -101,7 +104,8 @@ def main():
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of timed rounds per candidate")
     args = ap.parse_args()
     print(machine.line())
-    rows = cast_rows(args.log2, args.budget) + per_call_rows(args.budget) + optimizer_rows(args.budget)
+    rows = cast_rows(args.log2, args.budget) + per_call_rows(args.budget)
+    rows += optimizer_rows(args.budget, 1) + optimizer_rows(args.budget, 2)
     print(f"{'what':46s} {'against':58s} {'ours ms':>9s} {'theirs ms':>10s} {'ratio':>6s}  target")
     for what, against, ours, theirs, ratio, target in rows:
         print(f"{what:46s} {against:58s} {ours * 1e3:9.3f} {theirs * 1e3:10.3f} {ratio:6.2f}  {target}")
