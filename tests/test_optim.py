@@ -155,7 +155,7 @@ def test_seed_defaults_from_torch_manual_seed_and_bad_arguments_are_named():
     with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer, got Linear"):
         torch_rngx.optim.stochastic_rounding(torch.nn.Linear(2, 2))
     for seed, error, words in ((1.5, TypeError, "seed must be an int, got float"), (True, TypeError, "got bool"),
-                               (-1, ValueError, r"seed must be in \[0, 2\^63\)"), (1 << 63, ValueError, "seed")):
+                               (-1, ValueError, r"seed must be in \[0, 2\^64\)"), (1 << 64, ValueError, "seed")):
         with pytest.raises(error, match=words):
             torch_rngx.optim.stochastic_rounding(opt, seed=seed)
 

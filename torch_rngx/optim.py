@@ -43,7 +43,7 @@ class StochasticRounding:
 
     Args:
         optimizer (torch.optim.Optimizer): the optimizer it rounds for.
-        seed (int): the seed of its keys, in [0, 2^63).
+        seed (int): the seed of its keys, in [0, 2^64).
 
     Example::
 
@@ -157,7 +157,7 @@ def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = 
 
     Args:
         optimizer (torch.optim.Optimizer): any optimizer; its other behaviour is unchanged.
-        seed (int, optional): in [0, 2^63); default one drawn from torch's default CPU generator (so
+        seed (int, optional): in [0, 2^64); default one drawn from torch's default CPU generator (so
             torch.manual_seed fixes it).
 
     Returns:
@@ -177,12 +177,5 @@ def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = 
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if seed is None:
         seed = int(torch.randint(0, 1 << 62, (), dtype=torch.int64))
-    if isinstance(seed, bool):
-        raise TypeError("seed must be an int, got bool")
-    try:
-        seed = operator.index(seed)
-    except TypeError:
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}") from None
-    if not 0 <= seed < 1 << 63:
-        raise ValueError(f"seed must be in [0, 2^63), got {seed}")
-    return StochasticRounding(optimizer, seed)
+    functional.key(seed)  # checks it as a key's seed, naming it
+    return StochasticRounding(optimizer, operator.index(seed))

@@ -349,41 +349,41 @@ def _sround_target(
     j,
     M: tl.constexpr,
     BIAS: tl.constexpr,
-    SIGN_SHIFT: tl.constexpr,
-    MAX32: tl.constexpr,
-    OVER32: tl.constexpr,
-    MAX64: tl.constexpr,
-    OVER64: tl.constexpr,
-    MAX_BITS: tl.constexpr,
-    OVER_BITS: tl.constexpr,
+    FN: tl.constexpr,
+    WIDTH: tl.constexpr,
     NAN_BITS: tl.constexpr,
     SATURATE: tl.constexpr,
 ):
-    """The target's magnitude and sign bits of element j (elements.h's rngx_sround_target fields)."""
+    """The target's bits of element j, its constants (elements.h's RNGX_SROUND_TARGETS) from its mantissa bits M,
+    exponent bias BIAS, width and NaN: FN for float8_e4m3fn, whose top exponent holds numbers but no infinity (its
+    largest mantissa there is the NaN)."""
+    EMAX: tl.constexpr = BIAS + FN  # the exponent of the largest finite value
+    MANT: tl.constexpr = (1 << M) - 1 - FN  # its mantissa
+    MAX_BITS: tl.constexpr = ((BIAS + EMAX) << M) | MANT
+    OVER_BITS: tl.constexpr = MAX_BITS if FN else (2 * BIAS + 1) << M  # what x.to(dtype) gives from OVER on
+    MAX64: tl.constexpr = ((1023 + EMAX) << 52) | (MANT << (52 - M))
     if x.dtype == tl.float64:
         w0, w1 = words2(seed, offset, j)
         b = x.to(tl.uint64, bitcast=True)
         a = b & 0x7FFFFFFFFFFFFFFF
+        # OVER (the largest value plus half its gap) as the smallest double whose float32 rounding reaches it
+        OVER64: tl.constexpr = 0x7FF0000000000000 if FN else (MAX64 | (1 << (51 - M))) - (1 << 28)
         mag = _sround_mag64(a, (w0.to(tl.uint64) << 32) | w1.to(tl.uint64), M, BIAS)
-        sign = (b >> 63).to(tl.uint32) << SIGN_SHIFT
-        return _sround_finish(
-            a <= MAX64, a > 0x7FF0000000000000, sign, mag, a >= OVER64, MAX_BITS, OVER_BITS, NAN_BITS, SATURATE
-        )
+        sign = (b >> 63).to(tl.uint32) << (WIDTH - 1)
+        over = a >= OVER64
+        in_range = a <= MAX64
+        nan_x = a > 0x7FF0000000000000
     else:
         b = x.to(tl.float32).to(tl.uint32, bitcast=True)  # exact for float16 and bfloat16
         a = b & 0x7FFFFFFF
+        MAX32: tl.constexpr = ((127 + EMAX) << 23) | (MANT << (23 - M))
+        OVER32: tl.constexpr = 0x7F800000 if FN else MAX32 | (1 << (22 - M))
         mag = _sround_mag32(a, word(seed, offset, j), M, BIAS)
-        return _sround_finish(
-            a <= MAX32,
-            a > 0x7F800000,
-            (b >> 31) << SIGN_SHIFT,
-            mag,
-            a >= OVER32,
-            MAX_BITS,
-            OVER_BITS,
-            NAN_BITS,
-            SATURATE,
-        )
+        sign = (b >> 31) << (WIDTH - 1)
+        over = a >= OVER32
+        in_range = a <= MAX32
+        nan_x = a > 0x7F800000
+    return _sround_finish(in_range, nan_x, sign, mag, over, MAX_BITS, OVER_BITS, NAN_BITS, SATURATE)
 
 
 @triton.jit
@@ -392,80 +392,14 @@ def stochastic_round(x, seed, offset, j, DTYPE: tl.constexpr, SATURATE: tl.const
     to DTYPE (tl.bfloat16, tl.float16, tl.float8e4nv for torch.float8_e4m3fn or tl.float8e5 for
     torch.float8_e5m2), of lower precision than x; SATURATE clamps values past DTYPE's range to its largest. Takes
     x's words: word j (float64: words 2j, 2j + 1). Integer operations only: any launch gives our bits."""
-    if DTYPE == tl.bfloat16:
-        r = _sround_target(
-            x,
-            seed,
-            offset,
-            j,
-            7,
-            127,
-            15,
-            0x7F7F0000,
-            0x7F7F8000,
-            0x47EFE00000000000,
-            0x47EFEFFFF0000000,
-            0x7F7F,
-            0x7F80,
-            0x7FC0,
-            SATURATE,
-        )
-        return r.to(tl.uint16).to(DTYPE, bitcast=True)
-    elif DTYPE == tl.float16:
-        r = _sround_target(
-            x,
-            seed,
-            offset,
-            j,
-            10,
-            15,
-            15,
-            0x477FE000,
-            0x477FF000,
-            0x40EFFC0000000000,
-            0x40EFFDFFF0000000,
-            0x7BFF,
-            0x7C00,
-            0x7E00,
-            SATURATE,
-        )
-        return r.to(tl.uint16).to(DTYPE, bitcast=True)
-    elif DTYPE == tl.float8e4nv:
-        r = _sround_target(
-            x,
-            seed,
-            offset,
-            j,
-            3,
-            7,
-            7,
-            0x43E00000,
-            0x7F800000,
-            0x407C000000000000,
-            0x7FF0000000000000,
-            0x7E,
-            0x7E,
-            0x7F,
-            SATURATE,
-        )
-        return r.to(tl.uint8).to(DTYPE, bitcast=True)
-    else:
-        tl.static_assert(DTYPE == tl.float8e5, "DTYPE must be tl.bfloat16, tl.float16, tl.float8e4nv or tl.float8e5")
-        r = _sround_target(
-            x,
-            seed,
-            offset,
-            j,
-            2,
-            15,
-            7,
-            0x47600000,
-            0x47700000,
-            0x40EC000000000000,
-            0x40EDFFFFF0000000,
-            0x7B,
-            0x7C,
-            0x7F,
-            SATURATE,
-        )
-        return r.to(tl.uint8).to(DTYPE, bitcast=True)
+    tl.static_assert(
+        DTYPE == tl.bfloat16 or DTYPE == tl.float16 or DTYPE == tl.float8e4nv or DTYPE == tl.float8e5,
+        "DTYPE must be tl.bfloat16, tl.float16, tl.float8e4nv or tl.float8e5",
+    )
+    M: tl.constexpr = 7 if DTYPE == tl.bfloat16 else 10 if DTYPE == tl.float16 else 3 if DTYPE == tl.float8e4nv else 2
+    BIAS: tl.constexpr = 127 if DTYPE == tl.bfloat16 else 7 if DTYPE == tl.float8e4nv else 15
+    FN: tl.constexpr = 1 if DTYPE == tl.float8e4nv else 0
+    NAN_BITS: tl.constexpr = 0x7FC0 if DTYPE == tl.bfloat16 else 0x7E00 if DTYPE == tl.float16 else 0x7F
+    WIDTH: tl.constexpr = DTYPE.primitive_bitwidth
+    r = _sround_target(x, seed, offset, j, M, BIAS, FN, WIDTH, NAN_BITS, SATURATE)
+    return r.to(tl.uint16 if WIDTH == 16 else tl.uint8).to(DTYPE, bitcast=True)

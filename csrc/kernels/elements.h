@@ -548,26 +548,19 @@ typedef struct {
   uint32_t max_bits, over_bits, nan_bits;
 } rngx_sround_target;
 
-RNGX_FN rngx_sround_target rngx_sround_bf16(void) {
-  const rngx_sround_target t = {7, 127, 15, 0x7F7F0000u, 0x7F7F8000u, 0x47EFE00000000000ull, 0x47EFEFFFF0000000ull,
-                                0x7F7Fu, 0x7F80u, 0x7FC0u};
-  return t;
-}
-RNGX_FN rngx_sround_target rngx_sround_f16(void) {
-  const rngx_sround_target t = {10, 15, 15, 0x477FE000u, 0x477FF000u, 0x40EFFC0000000000ull, 0x40EFFDFFF0000000ull,
-                                0x7BFFu, 0x7C00u, 0x7E00u};
-  return t;
-}
-RNGX_FN rngx_sround_target rngx_sround_e4m3(void) {
-  const rngx_sround_target t = {3, 7, 7, 0x43E00000u, 0x7F800000u, 0x407C000000000000ull, 0x7FF0000000000000ull,
-                                0x7Eu, 0x7Eu, 0x7Fu};
-  return t;
-}
-RNGX_FN rngx_sround_target rngx_sround_e5m2(void) {
-  const rngx_sround_target t = {2, 15, 7, 0x47600000u, 0x47700000u, 0x40EC000000000000ull, 0x40EDFFFFF0000000ull,
-                                0x7Bu, 0x7Cu, 0x7Fu};
-  return t;
-}
+/* X(name, m, bias, sign_shift, max32, over32, max64, over64, max_bits, over_bits, nan_bits): docs/stream.md's table. */
+#define RNGX_SROUND_TARGETS(X)                                                                                    \
+  X(bf16, 7, 127, 15, 0x7F7F0000, 0x7F7F8000, 0x47EFE00000000000, 0x47EFEFFFF0000000, 0x7F7F, 0x7F80, 0x7FC0)         \
+  X(f16, 10, 15, 15, 0x477FE000, 0x477FF000, 0x40EFFC0000000000, 0x40EFFDFFF0000000, 0x7BFF, 0x7C00, 0x7E00)          \
+  X(e4m3, 3, 7, 7, 0x43E00000, 0x7F800000, 0x407C000000000000, 0x7FF0000000000000, 0x7E, 0x7E, 0x7F)                  \
+  X(e5m2, 2, 15, 7, 0x47600000, 0x47700000, 0x40EC000000000000, 0x40EDFFFFF0000000, 0x7B, 0x7C, 0x7F)
+/* rngx_sround_<name>(): a target's constants. */
+#define RNGX_SROUND_TARGET(name, ...)                                                                             \
+  RNGX_FN rngx_sround_target rngx_sround_##name(void) {                                                           \
+    const rngx_sround_target t = {__VA_ARGS__};                                                                   \
+    return t;                                                                                                     \
+  }
+RNGX_SROUND_TARGETS(RNGX_SROUND_TARGET)
 
 /* |x| as float32 bits a (at most the target's largest finite value) rounded to the target with the word w, as the
  * target's magnitude bits. Where the target is normal its gap is 2^(23 - m) float32 ulps: the low dn = 23 - m bits
@@ -652,9 +645,11 @@ RNGX_FN uint32_t rngx_sround64_in_range(uint64_t b, uint32_t w0, uint32_t w1, rn
   return (uint32_t)(b >> 63) << t.sign_shift | rngx_sround_mag64(a, (uint64_t)w0 << 32 | w1, t.m, t.bias);
 }
 
-/* rngx_sround_element_<input>_<target>: x's float16 and bfloat16 as bits, the targets' bits out; and
- * rngx_sround_in_range_<input>_<target>, the loops' fast form (rngx_sround32_in_range). */
+/* rngx_sround_element_<input>_<target>: x's float16 and bfloat16 as bits, the targets' bits out; its input type
+ * rngx_sround_input_<input>_<target>; and rngx_sround_in_range_<input>_<target>, the loops' fast form
+ * (rngx_sround32_in_range). */
 #define RNGX_SROUND_ELEMENT(in, TI, out, TO, bits_of)                                                            \
+  typedef TI rngx_sround_input_##in##_##out;                                                                      \
   RNGX_FN TO rngx_sround_element_##in##_##out(const rngx_params *p, const uint32_t *w, TI x) {                    \
     return (TO)rngx_sround32(bits_of(x), w[0], p->saturate, rngx_sround_##out());                                 \
   }                                                                                                               \
@@ -673,6 +668,7 @@ RNGX_SROUND_ELEMENT(f16, uint16_t, e5m2, uint8_t, RNGX_SROUND_F16_BITS)
 RNGX_SROUND_ELEMENT(bf16, uint16_t, e4m3, uint8_t, RNGX_SROUND_BF16_BITS)
 RNGX_SROUND_ELEMENT(bf16, uint16_t, e5m2, uint8_t, RNGX_SROUND_BF16_BITS)
 #define RNGX_SROUND_ELEMENT64(out, TO)                                                                            \
+  typedef double rngx_sround_input_f64_##out;                                                                     \
   RNGX_FN TO rngx_sround_element_f64_##out(const rngx_params *p, const uint32_t *w, double x) {                   \
     return (TO)rngx_sround64(rngx_f64_bits(x), w[0], w[1], p->saturate, rngx_sround_##out());                     \
   }                                                                                                               \

@@ -29,10 +29,9 @@
  * after inlining, those copies are plain loops the compiler vectorizes. The parameters come by value, as a store
  * through `o` could otherwise alias them and block vectorization. */
 #define RNGX_SPAN_ELEMENTS(kernel, sfx, T, K, reads)                                                              \
-  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so,             \
-                                       const RNGX_INPUT_TYPE(sfx, T) *x, int64_t si) {                            \
-    for (int64_t j = 0; j < n; ++j)                                                                               \
-      o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, (reads) ? x[j * si] : (RNGX_INPUT_TYPE(sfx, T))0); \
+  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so, const T *x,  \
+                                       int64_t si) {                                                              \
+    for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, (reads) ? x[j * si] : (T)0); \
   }                                                                                                               \
   RNGX_CLONES FLAT static void kernel##_##sfx(const rngx_op *op, const rngx_span *r) {                            \
     if (r->so == 1 && (!(reads) || r->si == 1)) kernel##_##sfx##_run(op->p, r->w, r->n, r->out, 1, r->in, 1);      \
@@ -91,7 +90,7 @@
  * with any x past the range (or NaN) is then done again by the element itself. */
 #define RNGX_SPAN_SROUND(kernel, sfx, T, K, reads)                                                                \
   CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so,             \
-                                       const RNGX_INPUT_TYPE(sfx, T) *x, int64_t si) {                            \
+                                       const rngx_##kernel##_input_##sfx *x, int64_t si) {                        \
     uint32_t past = 0;                                                                                            \
     for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_in_range_##sfx(w + (K) * j, x[j * si], &past);   \
     if (past)                                                                                                     \

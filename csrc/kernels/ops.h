@@ -118,40 +118,22 @@ static inline int rngx_words_by_width(rngx_dtype dtype, int b8, int b16, int b32
 #define RNGX_FOR_F64(each, kernel, reads, words) each(kernel, f64, double, RNGX_PICK(0, words), reads)
 /* DTYPE_ROUND (stochastic_round): one loop per (input, target) pair that rngx_sround_pair accepts, suffix
  * <input>_<target>, its words the row's for the input's dtype. X(in, IN, out, OUT, TO, k, ...): the suffixes, their
- * rngx_dtype names, the target's C type and k, the input's place in a row's (float16, bfloat16, float32, float64). */
+ * rngx_dtype names, the target's C type and k, the input's place in a row's (float16, bfloat16, float32, float64).
+ * float32 and float64 round to all four targets, float16 to bfloat16 and the float8 types, bfloat16 to the float8
+ * types. */
+#define RNGX_ROUND_TO_BF16(X, in, IN, k, ...) X(in, IN, bf16, BFLOAT16, uint16_t, k, __VA_ARGS__)
+#define RNGX_ROUND_TO_16(X, in, IN, k, ...)                                                                       \
+  RNGX_ROUND_TO_BF16(X, in, IN, k, __VA_ARGS__) X(in, IN, f16, FLOAT16, uint16_t, k, __VA_ARGS__)
+#define RNGX_ROUND_TO_8(X, in, IN, k, ...)                                                                        \
+  X(in, IN, e4m3, FLOAT8_E4M3FN, uint8_t, k, __VA_ARGS__) X(in, IN, e5m2, FLOAT8_E5M2, uint8_t, k, __VA_ARGS__)
 #define RNGX_ROUND_PAIRS(X, ...)                                                                                  \
-  X(f16, FLOAT16, bf16, BFLOAT16, uint16_t, 0, __VA_ARGS__)                                                       \
-  X(f16, FLOAT16, e4m3, FLOAT8_E4M3FN, uint8_t, 0, __VA_ARGS__)                                                   \
-  X(f16, FLOAT16, e5m2, FLOAT8_E5M2, uint8_t, 0, __VA_ARGS__)                                                     \
-  X(bf16, BFLOAT16, e4m3, FLOAT8_E4M3FN, uint8_t, 1, __VA_ARGS__)                                                 \
-  X(bf16, BFLOAT16, e5m2, FLOAT8_E5M2, uint8_t, 1, __VA_ARGS__)                                                   \
-  X(f32, FLOAT32, bf16, BFLOAT16, uint16_t, 2, __VA_ARGS__)                                                       \
-  X(f32, FLOAT32, f16, FLOAT16, uint16_t, 2, __VA_ARGS__)                                                         \
-  X(f32, FLOAT32, e4m3, FLOAT8_E4M3FN, uint8_t, 2, __VA_ARGS__)                                                   \
-  X(f32, FLOAT32, e5m2, FLOAT8_E5M2, uint8_t, 2, __VA_ARGS__)                                                     \
-  X(f64, FLOAT64, bf16, BFLOAT16, uint16_t, 3, __VA_ARGS__)                                                       \
-  X(f64, FLOAT64, f16, FLOAT16, uint16_t, 3, __VA_ARGS__)                                                         \
-  X(f64, FLOAT64, e4m3, FLOAT8_E4M3FN, uint8_t, 3, __VA_ARGS__)                                                   \
-  X(f64, FLOAT64, e5m2, FLOAT8_E5M2, uint8_t, 3, __VA_ARGS__)
+  RNGX_ROUND_TO_BF16(X, f16, FLOAT16, 0, __VA_ARGS__) RNGX_ROUND_TO_8(X, f16, FLOAT16, 0, __VA_ARGS__)            \
+  RNGX_ROUND_TO_8(X, bf16, BFLOAT16, 1, __VA_ARGS__)                                                              \
+  RNGX_ROUND_TO_16(X, f32, FLOAT32, 2, __VA_ARGS__) RNGX_ROUND_TO_8(X, f32, FLOAT32, 2, __VA_ARGS__)              \
+  RNGX_ROUND_TO_16(X, f64, FLOAT64, 3, __VA_ARGS__) RNGX_ROUND_TO_8(X, f64, FLOAT64, 3, __VA_ARGS__)
 #define RNGX_EACH_ROUND(in, IN, out, OUT, TO, k, each, kernel, reads, words)                                      \
   each(kernel, in##_##out, TO, RNGX_PICK(k, words), reads)
 #define RNGX_FOR_ROUNDS(each, kernel, reads, words) RNGX_ROUND_PAIRS(RNGX_EACH_ROUND, each, kernel, reads, words)
-/* The type a loop reads its input in, by suffix: the element type T, but a pair's input type. */
-#define RNGX_INPUT_TYPE(sfx, T) RNGX_INPUT_TYPE_(RNGX_CAT(RNGX_INPUT_OF_, sfx), T)
-#define RNGX_INPUT_TYPE_(...) RNGX_AT1(__VA_ARGS__, ~)
-#define RNGX_INPUT_OF_f16_bf16 ~, uint16_t
-#define RNGX_INPUT_OF_f16_e4m3 ~, uint16_t
-#define RNGX_INPUT_OF_f16_e5m2 ~, uint16_t
-#define RNGX_INPUT_OF_bf16_e4m3 ~, uint16_t
-#define RNGX_INPUT_OF_bf16_e5m2 ~, uint16_t
-#define RNGX_INPUT_OF_f32_bf16 ~, float
-#define RNGX_INPUT_OF_f32_f16 ~, float
-#define RNGX_INPUT_OF_f32_e4m3 ~, float
-#define RNGX_INPUT_OF_f32_e5m2 ~, float
-#define RNGX_INPUT_OF_f64_bf16 ~, double
-#define RNGX_INPUT_OF_f64_f16 ~, double
-#define RNGX_INPUT_OF_f64_e4m3 ~, double
-#define RNGX_INPUT_OF_f64_e5m2 ~, double
 /* The dtype a kind's kernels read their input in: the output's, but stochastic_round's x's. */
 #define RNGX_INPUT_DTYPE_FLOATS(dtype, p) (dtype)
 #define RNGX_INPUT_DTYPE_INTS_WIDE(dtype, p) (dtype)

@@ -9,13 +9,16 @@
 
 namespace rngx {
 
-// A kernel's element for one output dtype as the walks (layouts.cuh) take it: the element type T, the input's TI
-// (T but for stochastic_round's pairs), K words per element (the row's), whether it reads its input, and the
-// element; a paired kernel gives a pair's two.
+// The type an element function takes x in (T but for stochastic_round's pairs): its third parameter's.
+template <class R, class X>
+X input_of(R (*)(const rngx_params *, const uint32_t *, X));
+
+// A kernel's element for one output dtype as the walks (layouts.cuh) take it: the element type T, the input's TI,
+// K words per element (the row's), whether it reads its input, and the element; a paired kernel gives a pair's two.
 #define RNGX_CUDA_ELEMENTS(kernel, sfx, T_, K_, reads)                                                            \
   struct kernel##_##sfx {                                                                                         \
     using T = T_;                                                                                                 \
-    using TI = RNGX_INPUT_TYPE(sfx, T_);                                                                          \
+    using TI = decltype(input_of(&rngx_##kernel##_element_##sfx));                                                \
     static constexpr int K = K_;                                                                                  \
     static constexpr bool kReads = reads;                                                                         \
     rngx_params p;                                                                                                \
