@@ -844,7 +844,7 @@ def kernels_of(fn, runs=5):
 def check_launches(log2=16):
     """Kernels per eager draw at 2^log2 float32 elements: a CUDA Generator steps its state on the device (clone and
     add) before the op, where torch's dropout is one kernel. The step's share of the device time says whether a
-    one-launch draw is worth it (docs/performance.md, "GPU")."""
+    one-launch draw is worth it (results/perf-log.md, "GPU")."""
     import torch.nn.functional as tF
 
     x = torch.randn(1 << log2, device=DEV)

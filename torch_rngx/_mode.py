@@ -1,5 +1,5 @@
 """torch_rngx.mode: torch's own random functions, called by code you did not write, drawing from a torch_rngx
-stream (docs/guide.md, "Any model, unchanged"; the coverage table in docs/guarantees.md).
+stream (docs: guide/, "Any model, unchanged"; the coverage table in docs: guarantees/).
 
 A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
 in one table built from torch itself on first use (_prepare):
@@ -34,14 +34,14 @@ from types import FunctionType  # __torch_function__'s argument `types` hides th
 import torch
 import torch.nn.functional as TF
 
-from . import _mode_workers, _random_ops
+from . import _mode_rnn, _mode_workers, _random_ops, _torch
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_own, may_draw, random_op_of, transparent
+from ._router import atomic
 from ._torch import (
     TorchDispatchMode,
     builtin_namespaces,
     compiled_runtime_dirs,
-    comptime,
     dataloader_worker_loop,
     function_mode_base_enter,
     function_mode_base_exit,
@@ -124,6 +124,9 @@ def _prepare():
     with _prepared:
         if _KIND:
             return
+        # What needs torch._dynamo, done here rather than at import (_torch.py, "torch.compile").
+        never_a_compiled_frame(mode.__torch_function__.__code__)
+        _mode_rnn.prepare()
         names = _public_names()
         table: dict = {}
         functions = {f for fs in torch.overrides.get_overridable_functions().values() for f in fs}
@@ -171,23 +174,43 @@ def _classify(func, names):
 
 
 @functools.cache
-def routed_names() -> tuple:
-    """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
+def routed_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch_rngx.mode routes: under the mode, a call of one
+    is the matching torch_rngx call on the mode's stream (docs: guarantees/, "torch_rngx.mode").
+
+    Example::
+
+        >>> "torch.rand_like" in torch_rngx.routed_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
 
 
 @functools.cache
-def transparent_names() -> tuple:
-    """The public names of the torch functions written in Python that may draw and run with the mode kept on:
-    each random call they make is routed or reported."""
+def transparent_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions written in Python that may draw, which torch_rngx.mode
+    runs with itself kept on: each random call they make is routed or reported.
+
+    Example::
+
+        >>> "torch.nn.functional.multi_head_attention_forward" in torch_rngx.transparent_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
 
 @functools.cache
-def uncovered_names() -> tuple:
-    """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
+def uncovered_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch tags random that stay torch's under
+    torch_rngx.mode: a call of one that draws is reported, by the mode's `uncovered`.
+
+    Example::
+
+        >>> "torch.poisson" in torch_rngx.uncovered_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _RANDOM}))
 
@@ -201,7 +224,7 @@ _warned_lock = threading.Lock()
 def _message(name, reason):
     return (
         f"torch_rngx.mode: {name} is not routed and draws from torch's generator{reason}: its values are torch's, "
-        "and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
+        "and compiled code may differ from eager (docs: guarantees/, 'torch_rngx.mode')"
     )
 
 
@@ -286,13 +309,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         generator: a torch_rngx.Generator or nn.RNG, shared with any other user of it.
             With neither, each call draws a seed from torch's default generator, so torch.manual_seed reproduces it.
         uncovered: what a random call that stays torch's does (Tensor.cauchy_, torch.poisson, F.rrelu in training,
-            any call given an explicit torch.Generator, a random op inside a C++ extension, ...; uncovered_names()
-            lists torch's functions): "warn" (once per function and process, an UncoveredRandomWarning naming it;
-            at trace time under torch.compile), "error" (RuntimeError) or "ignore".
+            any call given an explicit torch.Generator, a random op inside a C++ extension, ...;
+            torch_rngx.uncovered_names() lists torch's functions): "warn" (once per function and process, an
+            UncoveredRandomWarning naming it; at trace time under torch.compile), "error" (RuntimeError) or "ignore".
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
-    their own (docs/guide.md, "DataLoader workers").
+    their own (docs: guide/, "DataLoader workers").
 
     Example::
 
@@ -333,7 +356,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if torch.compiler.is_compiling():
                 uncovered = self.uncovered
                 if uncovered != "ignore":
-                    comptime(_unseen_traced)  # reads func and uncovered
+                    _torch.comptime(_unseen_traced)  # reads func and uncovered
                 return func(*args, **kwargs)
             kind = _LATER.get(func)
             if kind is None:
@@ -343,7 +366,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         how, what, name, op = kind
         if how == _ROUTE:
             if not isinstance(kwargs.get("generator"), torch.Generator):
-                out = what(self.generator, *args, **dict(kwargs))
+                # a route that raises after it drew (torch.nn.init's fill of an expanded tensor, attention's matmul
+                # on a value of the wrong shape) gives the mode's stream its blocks back, as any call does
+                out = atomic(owner_of(self.generator), 0, what, self.generator, *args, **dict(kwargs))
                 if out is not None:
                     return out
             return self._unrouted(func, name, op, args, kwargs)
@@ -373,13 +398,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             return self._watched(func, name, False, args, kwargs)
         uncovered = self.uncovered
         if uncovered != "ignore":
-            comptime(_mark_traced)
+            _torch.comptime(_mark_traced)
         if method is not None:
             out = method(*args, **kwargs)
         else:
             out = func(*args, **kwargs)
         if uncovered != "ignore":
-            comptime(_scan_traced)
+            _torch.comptime(_scan_traced)
         return out
 
     def _watched(self, func, name, quiet, args, kwargs):
@@ -397,17 +422,18 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if uncovered == "ignore":
             return
         if torch.compiler.is_compiling():
-            comptime(_report_traced)  # reads name, reason and uncovered
+            _torch.comptime(_report_traced)  # reads name, reason and uncovered
             return
         if not _compiled_code_running():  # a compiled graph's ops pass the mode too: reported when it was traced
             _report_now(name, reason, uncovered, _eager_site())
 
     def __enter__(self):
         if torch.compiler.is_compiling():
-            comptime(_prepare_traced)
+            _torch.comptime(_prepare_traced)
         else:
             _prepare()
-            if getattr(_here, "net", None) is None:
+            # no net under "ignore", which reports nothing: it would cost every aten op inside a Python call
+            if self.uncovered != "ignore" and getattr(_here, "net", None) is None:
                 self._net = _here.net = _Net(self).__enter__()
         _bind()
         return super().__enter__()
@@ -420,9 +446,6 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if self._net is not None:
                 net, self._net, _here.net = self._net, None, None
                 net.__exit__(None, None, None)
-
-
-never_a_compiled_frame(mode.__torch_function__.__code__)
 
 
 # ---- the eager net ----
@@ -461,7 +484,7 @@ class _Net(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-_COMPILED = compiled_runtime_dirs()
+_COMPILED = compiled_runtime_dirs()  # found, not imported
 
 
 def _compiled_code_running():
@@ -536,3 +559,14 @@ def _unbind():
         _entered -= 1
         if _entered == 0:
             _set_bindings(False)
+
+
+def _fresh_locks():
+    """In a forked child: a lock another thread of the parent held at the fork would stay held, with no thread to
+    release it. Each starts free (docs: guarantees/, "Threads")."""
+    global _prepared, _warned_lock, _bind_lock
+    _prepared, _warned_lock, _bind_lock = threading.Lock(), threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks)

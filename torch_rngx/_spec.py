@@ -192,7 +192,7 @@ COMPOSITE_WORDS = {
 
 
 def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> int:
-    """The stream words one element of `dtype` takes in op `op` (None: the default words; docs/stream.md);
+    """The stream words one element of `dtype` takes in op `op` (None: the default words; docs: stream/);
     randint's depend on its range = high - low as well."""
     if op in SPECS:
         return SPECS[op].words_per_element(dtype, range)

@@ -4,13 +4,17 @@ reproduces the sequence in eager and compiled code alike.
 
 Each also takes keyword-only global_shape= and global_start= (both or neither): x is then the block of a global
 tensor that starts at global_start, the call returns that block of the call on the global tensor, and the
-Generator advances by the global tensor's blocks, the same on every rank (docs/distributed.md).
+Generator advances by the global tensor's blocks, the same on every rank (docs: distributed/).
 
 The keyword arguments they share:
     generator (Generator or nn.RNG, optional): the stream to draw from, advanced in place by the blocks the call
         uses. None (the default): a fresh seed from torch's default CPU generator, as torch's own functions.
     global_shape, global_start (sequences of ints, optional): x is the block of a global tensor of that shape,
-        starting at that index (docs/distributed.md).
+        starting at that index (docs: distributed/).
+    layout, device, requires_grad, memory_format, pin_memory (the *_like functions): torch's keywords of the
+        function each stands in for, with torch's meaning, defaults and errors: the output's layout (torch.strided),
+        device (the values do not depend on it), whether it is a leaf that requires grad, memory format
+        (torch.preserve_format: x's strides where x is dense) and pinned host memory.
 """
 
 import math
@@ -20,8 +24,8 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, functional
-from ._router import draw, key_for
+from . import _checks, _step, functional
+from ._router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
 __all__ = [
@@ -46,6 +50,28 @@ __all__ = [
 # Real annotations (no `from __future__ import annotations`): help() then names the types themselves.
 
 
+def _target(x, layout, device, pin_memory, memory_format, dtype=None):
+    """What a *_like call draws like: x, or, when the call asks for another layout, device, memory format or pinned
+    memory, torch.empty_like(x, ...) with them (never written: its shape, strides and device are read), so torch's
+    own rules and errors for those keywords apply, as in its *_like functions. dtype: bernoulli_like's, whose op
+    draws in the dtype of what it draws like."""
+    asked = {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory or None}
+    if memory_format is not torch.preserve_format:  # torch's default, which a sparse layout refuses
+        asked["memory_format"] = memory_format
+    asked = {k: v for k, v in asked.items() if v is not None}
+    if not asked or not isinstance(x, Tensor):
+        return x  # a non-tensor x is named by the checks that follow
+    return torch.empty_like(x, **asked)
+
+
+def _leaf(out, requires_grad):
+    """requires_grad=True: the result is a leaf that requires grad, as torch's (with torch's error for an integer
+    dtype)."""
+    if not isinstance(requires_grad, bool):
+        raise TypeError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
+    return out.requires_grad_() if requires_grad else out
+
+
 def uniform_like(
     x: Tensor,
     low: float = 0.0,
@@ -53,6 +79,11 @@ def uniform_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -64,7 +95,8 @@ def uniform_like(
         low, high (float): the interval, low < high, finite in the dtype's compute type.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -73,12 +105,9 @@ def uniform_like(
         >>> bool(((u >= -1) & (u < 1)).all())
         True
     """
-    return draw(
-        "uniform",
-        x,
-        generator,
-        *_checks.like_interval(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_interval(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x")
+    return _leaf(draw("uniform", x, generator, *params), requires_grad)
 
 
 def rand_like(
@@ -86,6 +115,11 @@ def rand_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -95,7 +129,8 @@ def rand_like(
         x (Tensor): gives the shape, strides, device and (float) dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -103,12 +138,9 @@ def rand_like(
         >>> torch_rngx.rand_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
         torch.Size([2, 3])
     """
-    return draw(
-        "uniform",
-        x,
-        generator,
-        *_checks.like_interval(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_interval(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
+    return _leaf(draw("uniform", x, generator, *params), requires_grad)
 
 
 def normal_like(
@@ -118,6 +150,11 @@ def normal_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -129,7 +166,8 @@ def normal_like(
         mean (float): the mean. std (float): the standard deviation, >= 0.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -138,12 +176,9 @@ def normal_like(
         >>> abs(float(z.mean()) - 5.0) < 0.05
         True
     """
-    return draw(
-        "normal",
-        x,
-        generator,
-        *_checks.like_mean_std(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_mean_std(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x")
+    return _leaf(draw("normal", x, generator, *params), requires_grad)
 
 
 def randn_like(
@@ -151,6 +186,11 @@ def randn_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -160,7 +200,8 @@ def randn_like(
         x (Tensor): gives the shape, strides, device and (float) dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -168,12 +209,9 @@ def randn_like(
         >>> torch_rngx.randn_like(torch.empty(2, 3, dtype=torch.float64)).dtype
         torch.float64
     """
-    return draw(
-        "normal",
-        x,
-        generator,
-        *_checks.like_mean_std(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_mean_std(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
+    return _leaf(draw("normal", x, generator, *params), requires_grad)
 
 
 def bernoulli_like(
@@ -181,6 +219,12 @@ def bernoulli_like(
     p: Union[float, Tensor] = 0.5,
     *,
     generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -193,17 +237,21 @@ def bernoulli_like(
         p (float or Tensor): the probability of a 1, in [0, 1], or a tensor of them broadcastable to x.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
+        dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
 
         >>> torch_rngx.bernoulli_like(torch.empty(4), 1.0)
         tensor([1., 1., 1., 1.])
     """
+    if dtype is not None:
+        _checks.float_dtype(dtype, "dtype")
+    x = _target(x, layout, device, pin_memory, memory_format, dtype)
     p, *view = _checks.like_p(x, _checks.LATER, p, global_shape, global_start, "x")
-    return draw(
-        "bernoulli_tensor" if isinstance(p, Tensor) else "bernoulli", x, generator, _checks.probabilities(p), *view
-    )
+    kind = "bernoulli_tensor" if isinstance(p, Tensor) else "bernoulli"
+    return _leaf(draw(kind, x, generator, _checks.probabilities(p), *view), requires_grad)
 
 
 def randint_like(
@@ -213,6 +261,11 @@ def randint_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -227,7 +280,8 @@ def randint_like(
         high (int, optional): one above the highest value.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): uint8, int8, int16, int32, int64, bool (high <= 2) or a float dtype;
             default x's.
 
@@ -240,15 +294,14 @@ def randint_like(
     low, high = (0, low) if high is None else (low, high)  # torch's one-bound form
     if not isinstance(x, Tensor):
         _checks.strided(x, "x")  # names the argument
+    x = _target(x, layout, device, pin_memory, memory_format)
     dtype = x.dtype if dtype is None else dtype
     drawn = _checks.randint_draw_dtype(dtype, low, high)
-    out = draw(
-        "randint",
-        x,
-        generator,
-        *_checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x"),
-    )
-    return out if drawn == dtype else out.to(dtype)
+    params = _checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x")
+    if drawn == dtype:
+        return _leaf(draw("randint", x, generator, *params), requires_grad)
+    out = atomic(owner_of(generator), x.numel(), lambda: draw("randint", x, generator, *params).to(dtype))
+    return _leaf(out, requires_grad)
 
 
 def exponential_like(
@@ -257,6 +310,11 @@ def exponential_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -269,7 +327,8 @@ def exponential_like(
         rate (float): the rate lambda, > 0 and finite; the mean is 1 / rate.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -277,9 +336,9 @@ def exponential_like(
         >>> bool((torch_rngx.exponential_like(torch.empty(1000), 2.0) > 0).all())
         True
     """
-    return draw(
-        "exponential", x, generator, *_checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
+    return _leaf(draw("exponential", x, generator, *params), requires_grad)
 
 
 def stochastic_round(
@@ -304,7 +363,8 @@ def stochastic_round(
             precision than x's dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
         saturate (bool): values past dtype's range (infinities too) become its largest finite value, where
             x.to(dtype) would give infinity.
 
@@ -350,8 +410,11 @@ def randperm(
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
     n = _checks.permutation(n, _checks.LATER, dtype)
-    return functional.randperm(
-        n, key_for(torch.empty(0, device=device), generator, n, torch.int64).to(device), dtype=dtype
+    like = torch.empty(0, device=device)
+    return atomic(
+        owner_of(generator),
+        n,
+        lambda: functional.randperm(n, key_for(like, generator, n, torch.int64).to(device), dtype=dtype),
     )
 
 
@@ -374,9 +437,16 @@ def multinomial(
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _, draws, _ = _checks.categories(input, _checks.LATER, num_samples, replacement)
-    key = key_for(input, generator, input.numel() * draws, torch.float64)
-    return functional.multinomial(input, key, num_samples, replacement)
+    _, draws, need = _checks.categories(input, _checks.LATER, num_samples, replacement)
+    _checks.weights(input, need)  # its values too, before the key is drawn
+    numel = input.numel() * draws
+    return atomic(
+        owner_of(generator),
+        numel,
+        lambda: functional._race_samples(
+            input, key_for(input, generator, numel, torch.float64), num_samples, replacement, draws, need
+        ),
+    )
 
 
 def quantize(
@@ -397,7 +467,8 @@ def quantize(
         means (Tensor, optional): subtracted before rounding, broadcastable to x (not used by "noise").
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -444,7 +515,8 @@ def dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -474,7 +546,8 @@ def dropout1d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -504,7 +577,8 @@ def dropout2d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -534,7 +608,8 @@ def dropout3d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -565,7 +640,8 @@ def alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -595,7 +671,8 @@ def feature_alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -615,13 +692,29 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     if not training or p == 0:
         return x
     _checks.dropout_input(x)
+    if kind == "dropout" and not inplace:
+        return draw("dropout", x, generator, p, *view)
+    owner = owner_of(generator)
+    if inplace:
+        _checks.writable(x, owner, "input", torch.is_grad_enabled())
+    if kind == "dropout":  # in place: the draw, then the copy, its blocks given back if torch refuses the copy
+        mark = _step.mark(owner, x.numel())
+        out = draw("dropout", x, generator, p, *view)
+        try:
+            return x.copy_(out)
+        except BaseException:
+            _step.give_back(mark, owner)
+            raise
+    return atomic(owner, x.numel(), _dropout, kind, x, p, inplace, generator, view, batched)
+
+
+def _dropout(kind, x, p, inplace, generator, view, batched):
+    """The dropout family but dropout itself: a key drawn once, then the mask applied (in place: copied in)."""
     if kind in _CHANNEL_RANKS:
         if not batched and view[0] is not None:
             view = [[1, *view[0]], [0, *view[1]]]
         out = _channel(kind, x if batched else x.unsqueeze(0), p, generator, view)
         out = out if batched else out.squeeze(0)
-    elif kind == "dropout":
-        out = draw("dropout", x, generator, p, *view)
     else:  # alpha_dropout
         key = key_for(x, generator, x.numel() if view[0] is None else math.prod(view[0]), x.dtype)
         out = functional._alpha_dropout(x, functional._mask_of(x, key, p, view), p)

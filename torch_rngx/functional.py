@@ -6,7 +6,7 @@ index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at blo
 else 1; normal makes elements 2p and 2p + 1 from the words of both; truncated_normal and randint take more:
 blocks_used). A batched state of shape (*B, 2) has one B[d] per dim of the output, each 1 (the key repeats
 along d) or the output's size there (one key per index); dims after the last B[d] != 1 are each key's run, in
-which the key draws as if alone. See docs/stream.md, "Batched states".
+which the key draws as if alone. See docs: stream/, "Batched states".
 
 Keys:
     key(seed, device=None, dtype=torch.int64) -> state
@@ -27,7 +27,7 @@ Permutations and categories (not elementwise: no global view):
 The keyword arguments every other sampler shares:
     global_shape, global_start (sequences of ints, optional; both or neither): the tensor is the block of a global
         tensor of that shape that starts at that index, and gets exactly that block of the op on the global tensor
-        (docs/stream.md, "Global view"; docs/distributed.md).
+        (docs: stream/, "Global view"; docs: distributed/).
 
 Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as torch.nn.functional).
 """
@@ -77,7 +77,7 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
     32-bit range), else (int64) 4; "exponential" and "stochastic_round" (by x's dtype) take the default words.
     For "randperm",
     numel is n and k is 2 for every dtype; for "multinomial", numel is the number of exponentials drawn, rows *
-    categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs/stream.md). A
+    categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs: stream/). A
     Generator advances its offset by this much per call. No torch counterpart.
 
     Args:
@@ -220,7 +220,7 @@ def bits(
 
     Keyword args:
         dtype (torch.dtype): an integer dtype; default torch.int32.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -255,7 +255,7 @@ def uniform(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -285,7 +285,7 @@ def quantize_noise(
         half (float): half the noise's width, >= 0.
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -313,7 +313,7 @@ def dropout(
         p (float): the probability of dropping, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -335,7 +335,7 @@ def normal(
 ) -> Tensor:
     """Stands in for ``torch.func._random.normal`` and ``torch.empty_like(like).normal_(mean, std)``: N(mean,
     std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): paired Box-Muller with the
-    project's own log, cos and sin (docs/stream.md, "normal"), z * std + mean. Not differentiable.
+    project's own log, cos and sin (docs: stream/, "normal"), z * std + mean. Not differentiable.
 
     Args:
         like (Tensor): gives the shape, strides and device.
@@ -344,7 +344,7 @@ def normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -378,7 +378,7 @@ def truncated_normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -409,7 +409,7 @@ def bernoulli(
         p (float or Tensor): the probability of a 1, or a tensor of them broadcastable to like's shape.
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -433,7 +433,7 @@ def randint(
 ) -> Tensor:
     """Stands in for ``torch.randint_like(like, low, high)`` with a key: integers uniform on [low, high), shaped
     like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (2 words; int64 with high - low > 2^32:
-    128 bits, 4 words): bias at most 2^-32 relative (docs/stream.md, "randint").
+    128 bits, 4 words): bias at most 2^-32 relative (docs: stream/, "randint").
 
     Args:
         like (Tensor): gives the shape, strides and device.
@@ -442,7 +442,7 @@ def randint(
 
     Keyword args:
         dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -466,7 +466,7 @@ def exponential(
 ) -> Tensor:
     """Stands in for ``torch.empty_like(like).exponential_(rate)``: Exp(rate) shaped, strided and placed like
     torch.empty_like(like, dtype=dtype): E / rate with E = -ln u, u in (0, 1) from the element's word(s) and the
-    project's own log (docs/stream.md, "exponential"). Every value is positive and finite, so -log of it is a finite
+    project's own log (docs: stream/, "exponential"). Every value is positive and finite, so -log of it is a finite
     Gumbel sample. Not differentiable.
 
     Args:
@@ -476,7 +476,7 @@ def exponential(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -500,7 +500,7 @@ def stochastic_round(
     """Stochastic rounding with a key: x rounded to `dtype`, a lower-precision float type, to the value above or
     below it with probability in proportion to its nearness, so the result is x on average. A value `dtype` holds
     comes back exactly; otherwise, with lo < x < hi its neighbours in `dtype`, the result is hi with probability
-    (x - lo) / (hi - lo), decided by an exact integer comparison with the element's word(s) (docs/stream.md,
+    (x - lo) / (hi - lo), decided by an exact integer comparison with the element's word(s) (docs: stream/,
     "stochastic_round"). NaN stays NaN, infinities stay infinite; a value past `dtype`'s largest finite value gives
     what x.to(dtype) gives, or with saturate=True that largest value. Shaped, strided and placed like x; the
     gradient passes straight through, as x.to(dtype)'s. No torch counterpart.
@@ -513,7 +513,7 @@ def stochastic_round(
         saturate (bool): values past dtype's range (infinities too) become its largest finite value.
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -530,7 +530,7 @@ def randperm(
     n: int, state: Tensor, *, dtype: torch.dtype = torch.int64, device: Union[str, torch.device, None] = None
 ) -> Tensor:
     """Stands in for ``torch.randperm``: a permutation of range(n), the indices sorted by their 64-bit keys,
-    bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs/stream.md, "randperm"). A batched
+    bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs: stream/, "randperm"). A batched
     state (*B, 2) gives (*B, n), row b the permutation of key b. Made on the state's device.
 
     Args:
@@ -555,7 +555,7 @@ def randperm(
 
 def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
     """Stands in for ``torch.multinomial``, with a key: `num_samples` category indices per row of `probs` ((C,) or (R,
-    C) weights >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
+    C) weights >= 0, rows need not sum to 1), by an exponential race (docs: stream/, "multinomial"): with the float64
     exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i in
     increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or (R, 2) for
     one key per row. int64 output, (num_samples,) or (R, num_samples). The scores take R * C float64 values (R *
@@ -574,6 +574,11 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
     """
     key, draws, need = _checks.categories(probs, state, num_samples, replacement)
     _checks.weights(probs, need)
+    return _race_samples(probs, key, num_samples, replacement, draws, need)
+
+
+def _race_samples(probs, key, num_samples, replacement, draws, need):
+    """multinomial's samples from checked arguments (_checks.categories, weights)."""
     scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
     if replacement:
         return scores.argmin(dim=-1)
@@ -604,7 +609,7 @@ def feature_dropout(
         p (float): the probability of dropping a channel, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -633,7 +638,7 @@ def alpha_dropout(
         p (float): the probability of dropping, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -661,7 +666,7 @@ def feature_alpha_dropout(
         p (float): the probability of dropping a channel, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 

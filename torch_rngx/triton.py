@@ -1,7 +1,7 @@
-"""The torch-rngx stream inside Triton kernels (docs/device_api.md): `@triton.jit` device functions that give an
+"""The torch-rngx stream inside Triton kernels (docs: device_api/): `@triton.jit` device functions that give an
 element exactly the bits our ops give it; their arguments come from torch_rngx.params (re-exported here).
 
-Keys and positions are uint64 (block numbers wrap at 2^64, as docs/stream.md says). Counters reach `tl.philox`
+Keys and positions are uint64 (block numbers wrap at 2^64, as docs: stream/ says). Counters reach `tl.philox`
 as uint32 pairs: 64-bit counters would switch it to Philox4x64. The float functions do IEEE float32 (float64
 for float64) arithmetic rounded after every operation, so kernels that call uniform, quantize_noise or normal
 must launch with `enable_fp_fusion=False`: compiled Triton otherwise contracts `a * b + c` into one FMA, which

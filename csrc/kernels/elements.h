@@ -87,9 +87,9 @@ RNGX_FN int rngx_finite_as_float(double v) { return (v < 0 ? -v : v) < 0x1.fffff
 /* Element j of an op that takes k = 1, 2 or 4 words per element (docs/stream.md's table): words k j .. k j + k - 1
  * of the key (seed, offset), all in one Philox block. */
 RNGX_FN void rngx_element_words(uint64_t seed, uint64_t offset, uint64_t j, int k, uint32_t *w) {
-  const uint64_t t = j * (uint64_t)k;
-  const rngx_ctr r = rngx_block(seed, offset + (t >> 2));
-  for (int i = 0; i < k; ++i) w[i] = r.v[(t & 3u) + (uint64_t)i];
+  const rngx_ctr r = rngx_block(seed, offset + rngx_element_block(j, (unsigned)k));
+  const unsigned lane = rngx_element_lane(j, (unsigned)k);
+  for (int i = 0; i < k; ++i) w[i] = r.v[lane + (unsigned)i];
 }
 
 /* ---- bits: the low bits of one word, or two words first-word-high (torch.func._random.bits) ---- */

@@ -51,13 +51,19 @@ struct Keys {
   }
 };
 
-// w[0 .. NW) = words first ... first + NW - 1 of key (seed, offset): the ceil(NW / 4) Philox blocks from first's,
-// and one more when the words run past them.
-template <int NW>
-__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t first, uint32_t (&w)[NW]) {
+// Word r of the words from element e's first on (K words per element; r < 4 - its lane, so one block).
+template <int K>
+__device__ __forceinline__ uint32_t element_word(uint64_t seed, uint64_t offset, uint64_t e, int r) {
+  return rngx_block(seed, offset + rngx_element_block(e, K)).v[rngx_element_lane(e, K) + r];
+}
+
+// w[0 .. NW) = NW words of key (seed, offset) from the first of element e of K words per element (word K e): the
+// ceil(NW / 4) Philox blocks from its block, and one more when the words run past them.
+template <int NW, int K>
+__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t e, uint32_t (&w)[NW]) {
   constexpr int NB = (NW + 3) / 4;
-  const uint64_t b = offset + (first >> 2);
-  const unsigned s = (unsigned)first & 3u;
+  const uint64_t b = offset + rngx_element_block(e, K);
+  const unsigned s = rngx_element_lane(e, K);
   uint32_t a[4 * NB + 4];
 #pragma unroll
   for (int q = 0; q < NB; ++q) {
@@ -98,7 +104,7 @@ __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, ui
   uint64_t seed = seed0, offset = offset0, pos = keys.first;
   if (keys.seg_dims != 0) keys.segment(q, seed0, offset0, seed, offset, pos);
   if (j + 4 <= keys.event) {
-    fetch_words<4 * K>(seed, offset, (uint64_t)K * (pos + (uint64_t)j), w);
+    fetch_words<4 * K, K>(seed, offset, pos + (uint64_t)j, w);
     return;
   }
 #pragma unroll
@@ -106,7 +112,7 @@ __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, ui
     const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
     keys.segment(qe, seed0, offset0, seed, offset, pos);
 #pragma unroll
-    for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (pos + (uint64_t)je) + r);
+    for (int r = 0; r < K; ++r) w[K * e + r] = element_word<K>(seed, offset, pos + (uint64_t)je, r);
   }
 }
 
@@ -125,7 +131,7 @@ __device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t se
   constexpr int K = Op::K;
   uint32_t w[2 * K];
 #pragma unroll
-  for (int r = 0; r < 2 * K; ++r) w[r] = rngx_key_word(seed, offset, (uint64_t)K * (e & ~1ull) + r);
+  for (int r = 0; r < 2 * K; ++r) w[r] = element_word<K>(seed, offset, e & ~1ull, r);
   typename Op::T c, s;
   op.pair(w, c, s);
   return (e & 1) ? s : c;
@@ -150,7 +156,7 @@ __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uin
     if (j + 4 <= keys.event) {
       const uint64_t e0 = pos + (uint64_t)j;
       uint32_t w[6 * K];
-      fetch_words<6 * K>(seed, offset, (uint64_t)K * (e0 & ~1ull), w);
+      fetch_words<6 * K, K>(seed, offset, e0 & ~1ull, w);
       typename Op::T a0, a1, b0, b1;
       op.pair(w, a0, a1);
       op.pair(w + 2 * K, b0, b1);

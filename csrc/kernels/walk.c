@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "philox.h"
 #include "stream.h"
 
 /* Words per batch: whole SIMD groups (AVX-512 fills 32 blocks = 128 words at a time), few enough that the
@@ -92,16 +93,17 @@ static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint
     const int64_t q = i / event, j = i - q * event, m = min64(end - i, event - j);
     uint64_t seed, offset, pos;
     rngx_key_of_segment(wk->job, q, &seed, &offset, &pos);
-    const uint64_t first = (uint64_t)k * (pos + (uint64_t)j), lane = first & 3u;
+    const uint64_t e = pos + (uint64_t)j, first = offset + rngx_element_block(e, (unsigned)k);
+    const uint64_t lane = rngx_element_lane(e, (unsigned)k);
     const int64_t blocks = (int64_t)((lane + (uint64_t)(k * m) + 3u) >> 2);
     if (words == NULL) {
-      rngx_fill_blocks(seed, offset + (first >> 2), blocks, next);
+      rngx_fill_blocks(seed, first, blocks, next);
       words = next + lane;
       next += lane;
     } else {
       uint32_t saved[3];
       memcpy(saved, next - lane, lane * sizeof *saved);
-      rngx_fill_blocks(seed, offset + (first >> 2), blocks, next - lane);
+      rngx_fill_blocks(seed, first, blocks, next - lane);
       memcpy(next - lane, saved, lane * sizeof *saved);
     }
     next += k * m;

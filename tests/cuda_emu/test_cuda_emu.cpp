@@ -426,6 +426,33 @@ void check_global_view() {
   }
 }
 
+// Blocks of a tensor of nearly 2^63 elements (a global view), just below, at and past 2^62, where randint's word index
+// 4 j (int64, a range above 2^32) passes 2^64, and at its end: the CUDA kernels must form no k*j (element j's words
+// start in block offset + k j / 4). The C kernels are checked against the spec there (tests/c/test_huge_index.c).
+void check_huge_index() {
+  std::mt19937 rng(62);
+  std::mt19937_64 key_rng(63);
+  const int64_t two62 = 1ll << 62;
+  const Layout rows{"huge, 1-D", {67}, {1}, {1}, 0}, block{"huge, 2-D", {2, 37}, {37, 1}, {37, 1}, 0};
+  const struct {
+    const Layout &L;
+    std::vector<int64_t> global, start;
+  } views[] = {
+      {rows, {INT64_MAX}, {two62 - 31}},
+      {rows, {INT64_MAX}, {two62}},
+      {rows, {INT64_MAX}, {3 * (two62 / 2) + 1}},
+      {rows, {INT64_MAX}, {INT64_MAX - 67}},
+      {block, {1ll << 31, (1ll << 32) - 1}, {1ll << 30, (1ll << 32) - 40}},  // a row below 2^62, the next past it
+  };
+  for (const auto &v : views)
+    for (uint64_t offset : {0ull, 0 - 5ull}) {
+      Keys K = make_keys({"single", {}, 1}, v.global, key_rng(), offset, key_rng);
+      K.pos.assign(v.global.size(), 0);
+      rngx_global_view(&K.keys, (int)v.global.size(), v.L.sizes.data(), v.global.data(), v.start.data(), K.pos.data());
+      compare_all_ops(v.L, K, true, "single, global view", false, rng);
+    }
+}
+
 // ---- split and fold_in ----
 
 void check_split_fold_in() {
@@ -644,6 +671,7 @@ void check_kat() {
 int main() {
   check_ops();
   check_global_view();
+  check_huge_index();
   check_split_fold_in();
   check_kat();
   std::printf("%ld op comparisons, %zu known answers\n", compares, sizeof RNGX_KAT / sizeof *RNGX_KAT);
