@@ -57,7 +57,15 @@ $(VENV)/.albumentations-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "albumentations==$(ALBUMENTATIONS_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp
+# ml-dtypes (float8 in NumPy): tests/reference.py encodes stochastic_round's float8 and bfloat16 values with it.
+ML_DTYPES_VERSION ?= 0.6.0
+
+$(VENV)/.ml-dtypes-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "ml-dtypes==$(ML_DTYPES_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp \
+  $(VENV)/.ml-dtypes-stamp
 
 # pyproject.toml and _version.py: the installed metadata (the version importlib.metadata reports) is made here too.
 $(SO): $(VENV)/.stamp $(SOURCES) pyproject.toml torch_rngx/_version.py
@@ -100,7 +108,8 @@ sanitize: $(SAN_TESTS)
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp \
+  $(VENV)/.ml-dtypes-stamp
 
 pytest: $(PYTEST_DEPS)
 	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py
@@ -205,6 +214,22 @@ docs-test: docs
 # benchmarks/out/bench.{json,png}.
 bench: $(SO)
 	$(PYTHON) benchmarks/bench.py
+
+# stochastic_round against x.to(bfloat16) and torchao's _fp32_to_bf16_sr, and the optimizer's step (docs/performance.md,
+# "Stochastic rounding"). torchao goes into the venv over the CPU torch without its dependencies: the function timed is
+# torch ops. sround-plot draws docs/stochastic_rounding.png (docs/training.md).
+TORCHAO_VERSION ?= 0.18.0
+
+$(VENV)/.torchao-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q --no-deps "torchao==$(TORCHAO_VERSION)"
+	touch $@
+
+.PHONY: bench-sround sround-plot
+bench-sround: $(SO) $(VENV)/.torchao-stamp
+	$(PYTHON) benchmarks/sround.py
+
+sround-plot: $(SO)
+	$(PYTHON) benchmarks/sround_training.py
 
 # The CUDA kernels, run on the CPU through a stand-in runtime (tests/cuda_emu), must write the C kernels' bytes.
 # Needs only a C++ compiler; binaries in tests/c/bin/emu/.

@@ -39,15 +39,19 @@ static PyObject *int_words(int k) {
 #define RNGX_PY_KIND_DTYPE_OPTIONAL "optional"
 #define RNGX_PY_KIND_DTYPE_FIRST "first"
 #define RNGX_PY_KIND_DTYPE_INT "int"
+#define RNGX_PY_KIND_DTYPE_ROUND "round"
 #define RNGX_PY_WORDS_DTYPE_OPTIONAL(words) float_words(RNGX_UNPACK(words))
 #define RNGX_PY_WORDS_DTYPE_FIRST(words) float_words(RNGX_UNPACK(words))
 #define RNGX_PY_WORDS_DTYPE_INT(words) int_words(RNGX_PICK(0, words))
+#define RNGX_PY_WORDS_DTYPE_ROUND(words) float_words(RNGX_UNPACK(words)) /* by x's dtype */
 #define RNGX_PY_NARROW_DTYPE_OPTIONAL(words) none()
 #define RNGX_PY_NARROW_DTYPE_FIRST(words) none()
 #define RNGX_PY_NARROW_DTYPE_INT(words) PyLong_FromUnsignedLongLong(RNGX_PICK(1, words))
+#define RNGX_PY_NARROW_DTYPE_ROUND(words) none()
 #define RNGX_PY_WIDE_DTYPE_OPTIONAL(words) PyDict_New()
 #define RNGX_PY_WIDE_DTYPE_FIRST(words) PyDict_New()
 #define RNGX_PY_WIDE_DTYPE_INT(words) Py_BuildValue("{s:i}", "int64", RNGX_PICK(2, words))
+#define RNGX_PY_WIDE_DTYPE_ROUND(words) PyDict_New()
 #define RNGX_PY_PAIRED_ELEMENTS 0
 #define RNGX_PY_PAIRED_PAIRS 1
 #define RNGX_PY_FUSED_FUSED(name) #name "_from_"

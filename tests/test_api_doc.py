@@ -22,6 +22,7 @@ MODULES = {
     "torch_rngx.nn.init": "nn.md",
     "torch_rngx.functional": "functional.md",
     "torch_rngx.data": "data.md",
+    "torch_rngx.optim": "optim.md",
     "torch_rngx.testing": "testing.md",
     "torch_rngx.debug": "debug.md",
     "torch_rngx.distributed": "distributed.md",

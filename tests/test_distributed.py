@@ -14,7 +14,10 @@ Processes started here, talking over torch.distributed's gloo backend on the CPU
   eager and compiled: the whole tensor's values under the mode in one process;
 - a sharded key, a DTensor key with a plain input, a Partial input, or global_shape on a DTensor raise ValueError
   naming the argument;
-- torch_rngx.data.DataLoader on 1, 2 and 3 ranks (tests/data_worker.py): each rank's samples are the single process's.
+- torch_rngx.data.DataLoader on 1, 2 and 3 ranks (tests/data_worker.py): each rank's samples are the single process's;
+- stochastic_round (1, 2 and 4 ranks; Shard(0), Shard(1), Replicate()): every (input, target) pair, a Generator's
+  draws and a compiled call give the whole tensor's bits, and a bfloat16 weight sharded as a DTensor and trained with
+  torch_rngx.optim.stochastic_rounding ends where the whole weight does.
 
 Slow (each process imports torch and compiles), so `make dist` runs this file, not `make test`.
 """
@@ -63,6 +66,13 @@ GRID = pytest.param(4, (2, 2), id="grid_2x2")
 @pytest.mark.parametrize("world, mesh", [TWO, FOUR, GRID])
 def test_eager(world, mesh):
     launch("eager", world, mesh)
+
+
+@pytest.mark.parametrize("world, mesh", [pytest.param(1, (1,), id="one_rank"), TWO, FOUR])
+def test_stochastic_round(world, mesh):
+    """Every (input, target) pair, stateless, stateful and compiled, and a bfloat16 weight trained with
+    torch_rngx.optim.stochastic_rounding, under Shard(0), Shard(1) and Replicate(): the single-process bits."""
+    launch("rounding", world, mesh)
 
 
 @pytest.mark.parametrize("world, mesh", [TWO, GRID])

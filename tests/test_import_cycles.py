@@ -14,7 +14,7 @@ LAYERS = [
     {"_functions", "distributed", "testing"},
     {"_ops", "_router"},
     {"functional"},
-    {"generator"},
+    {"generator", "optim"},
     {"_stateful", "_init"},
     {"_mode_workers"},
     {"_mode_rnn"},

@@ -10,7 +10,7 @@ import torch
 from . import _library  # noqa: F401
 
 # isort: split
-from . import _deferred, _ops, _stateful, data, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' registrations)
+from . import _deferred, _ops, _stateful, data, debug, functional, nn, optim, testing  # noqa: F401  (_ops: the ops' registrations)
 from ._mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
 from ._replay import checkpoint_context
 from ._spec import ops  # noqa: F401  (torch.ops.rngx)
@@ -36,6 +36,7 @@ __all__ = [
     "include_dir",
     "mode",
     "nn",
+    "optim",
     "routed_names",
     "testing",
     "transparent_names",

@@ -477,6 +477,36 @@ def dropout_input(x):
         float_tensor(x, "input")
 
 
+# stochastic_round's targets by x's dtype: the float types of fewer mantissa bits (csrc/kernels/elements.h:
+# rngx_sround_pair). torch.finfo(target).eps > torch.finfo(x.dtype).eps for each.
+ROUND_TARGETS = {
+    torch.float16: (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.bfloat16: (torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.float32: (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.float64: (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2),
+}
+_ROUND_TO = frozenset(ROUND_TARGETS[torch.float32])
+
+
+def x_round(x, key, saturate, dtype, global_shape=None, global_start=None, name="x"):
+    """stochastic_round's arguments, in the kernel's order: a float x; saturate a bool; a target dtype among
+    bfloat16, float16, float8_e4m3fn and float8_e5m2 of lower precision than x's. Returns saturate, dtype and the
+    view."""
+    view = float_x(x, key, global_shape, global_start, name)
+    if type(saturate) is not bool:
+        raise TypeError(f"saturate must be a bool, got {type(saturate).__name__}")
+    if dtype not in ROUND_TARGETS[x.dtype]:
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+        if dtype not in _ROUND_TO:
+            raise DtypeError(f"dtype must be bfloat16, float16, float8_e4m3fn or float8_e5m2, got {dtype}")
+        raise DtypeError(
+            f"dtype must be of lower precision than {name}'s dtype: {dtype} is not, for {name} of {x.dtype} (the "
+            f"targets of {x.dtype}: {', '.join(str(d).split('.')[1] for d in ROUND_TARGETS[x.dtype])})"
+        )
+    return saturate, dtype, *view
+
+
 def mean_std(mean, std, dtype, strict=False):
     """mean finite, std finite and >= 0 (> 0 when strict), both finite in the compute type (float32 for <= 32-bit
     types)."""

@@ -94,6 +94,7 @@ _WORDS = {
     for dtype in op.dtypes
     for wide in ((False, True) if op.wide else (False,))
 }
+_WORDS_BY_INPUT = frozenset(kind for kind, op in SPECS.items() if op.words_by_input)  # stochastic_round
 FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
 
 
@@ -113,7 +114,7 @@ def sample(kind, x, key, *params):
 def draw(kind, x, generator, *params):
     owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
     d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
-    dtype = d if type(d) is torch.dtype else x.dtype
+    dtype = d if type(d) is torch.dtype and kind not in _WORDS_BY_INPUT else x.dtype  # _spec.words_dtype, inline
     numel = x.numel() if params[-2] is None else math.prod(params[-2])
     if torch.compiler.is_compiling():
         key = _step.key(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
@@ -193,8 +194,8 @@ def _fill(kind, tensor, generator, owner, params):
     ):
         with torch.no_grad():
             return tensor.copy_(draw(kind, tensor, generator, *params))
-    d = params[-3] if len(params) > 2 else None
-    key = _functions.drawn_key(owner, numel, d if type(d) is torch.dtype else tensor.dtype, kind, params)
+    dtype = _spec.words_dtype(kind, tensor.dtype, params[-3] if len(params) > 2 else None)
+    key = _functions.drawn_key(owner, numel, dtype, kind, params)
     flat, whole = tensor.view(-1), [numel]
     with AutoDispatchBelowAutograd(), torch.no_grad():
         for start in range(0, numel, FILL_CHUNK):
@@ -240,8 +241,7 @@ def _compiled(kind, x, key, params):
 def _record(kind, x, key, params):
     """Tells the key-reuse checker (on) the words a call with an explicit key reads: x's elements' or, under a
     global view, its block's."""
-    d = params[-3] if len(params) >= 3 else None
-    dtype = d if isinstance(d, torch.dtype) else x.dtype
+    dtype = _spec.words_dtype(kind, x.dtype, params[-3] if len(params) >= 3 else None)
     _reuse.active.draw(
         kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:]
     )

@@ -44,6 +44,7 @@ __all__ = [
     "randint_like",
     "randn_like",
     "randperm",
+    "stochastic_round",
     "uniform_like",
 ]
 # Real annotations (no `from __future__ import annotations`): help() then names the types themselves.
@@ -340,6 +341,47 @@ def exponential_like(
     return _leaf(draw("exponential", x, generator, *params), requires_grad)
 
 
+def stochastic_round(
+    x: Tensor,
+    dtype: torch.dtype,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    saturate: bool = False,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stochastic rounding: x rounded to `dtype`, a lower-precision float type, up or down at random with
+    probability in proportion to nearness, so the result is x on average (functional.stochastic_round's values on a
+    drawn key). Where x.to(dtype) loses an update smaller than half a step, this keeps it in expectation: the rounding
+    bf16 weights and float8 casts rely on. Each element's rounding depends only on the key and its index, so the
+    values are the same eager and compiled, on CPU and CUDA, in any layout, thread count and shard layout.
+    No torch counterpart.
+
+    Args:
+        x (Tensor): a float16, bfloat16, float32 or float64 tensor.
+        dtype (torch.dtype): torch.bfloat16, torch.float16, torch.float8_e4m3fn or torch.float8_e5m2, of lower
+            precision than x's dtype.
+
+    Keyword args:
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
+        saturate (bool): values past dtype's range (infinities too) become its largest finite value, where
+            x.to(dtype) would give infinity.
+
+    Example::
+
+        >>> w = torch.full((10000,), 1.0 + 2**-10)  # between two bfloat16 values, 1/8 of the way up
+        >>> abs(float(torch_rngx.stochastic_round(w, torch.bfloat16).double().mean()) - (1 + 2**-10)) < 1e-4
+        True
+    """
+    return draw(
+        "stochastic_round",
+        x,
+        generator,
+        *_checks.x_round(x, _checks.LATER, saturate, dtype, global_shape, global_start),
+    )
+
+
 def randperm(
     n: int,
     *,
@@ -425,8 +467,8 @@ def quantize(
         means (Tensor, optional): subtracted before rounding, broadcastable to x (not used by "noise").
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -473,8 +515,8 @@ def dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -504,8 +546,8 @@ def dropout1d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -535,8 +577,8 @@ def dropout2d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -566,8 +608,8 @@ def dropout3d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -598,8 +640,8 @@ def alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -629,8 +671,8 @@ def feature_alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
-            arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 

@@ -162,7 +162,8 @@ def _fused(spec):
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
         mark = _step.mark(state)
-        key = _step.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
+        dtype = _spec.words_dtype(spec.name, x.dtype, a.get("dtype"))
+        key = _step.advance(state, blocks_of(x.numel(), dtype, spec.name, span))
         try:
             return spec.kernel(state=key, **a)
         except BaseException:  # this rank's block refused after the step: the blocks go back, as a plain call's

@@ -20,6 +20,8 @@ Samplers (like: the output's shape, strides and device):
     exponential(like, state, rate=1.0, *, dtype=None),
     quantize_noise(x, state, half), dropout(x, state, p),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
+Stochastic rounding (x: the input, rounded to a lower-precision dtype):
+    stochastic_round(x, state, dtype, saturate=False)
 Permutations and categories (not elementwise: no global view):
     randperm(n, state, *, dtype=torch.int64, device=None), multinomial(probs, state, num_samples, replacement=False)
 The keyword arguments every other sampler shares:
@@ -57,6 +59,7 @@ __all__ = [
     "randint",
     "randperm",
     "split",
+    "stochastic_round",
     "truncated_normal",
     "uniform",
 ]
@@ -71,16 +74,17 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
     k the words per element: 2 for float64, int64 and uint64, else 1 (op="normal" too: a pair of elements shares
     2k words); for "truncated_normal" 2; for "randint" 2 when range = high - low <= 2^32 (every 8-, 16- and
-    32-bit range), else (int64) 4; "exponential" takes the default words. For "randperm",
+    32-bit range), else (int64) 4; "exponential" and "stochastic_round" (by x's dtype) take the default words.
+    For "randperm",
     numel is n and k is 2 for every dtype; for "multinomial", numel is the number of exponentials drawn, rows *
     categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs: stream/). A
     Generator advances its offset by this much per call. No torch counterpart.
 
     Args:
         numel (int): the number of elements, >= 0.
-        dtype (torch.dtype): the output's dtype.
+        dtype (torch.dtype): the output's dtype; for "stochastic_round", x's (its words follow its input).
         op (str, optional): None (uniform, dropout, noise, bits), "uniform", "normal", "truncated_normal",
-            "bernoulli", "randint", "exponential", "randperm" or "multinomial".
+            "bernoulli", "randint", "exponential", "stochastic_round", "randperm" or "multinomial".
 
     Keyword args:
         range (int, optional): randint's high - low, which it requires (and no other op takes): 1 to 2^32 for
@@ -104,7 +108,8 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
         names = sorted([*_spec.SPECS, *_spec.COMPOSITE_WORDS])
         raise ValueError(f"op must be None or one of {names}, got {op!r}")
     if dtype not in dtypes:
-        raise TypeError(f"{op} does not produce {dtype}")
+        by_input = op in _spec.SPECS and _spec.SPECS[op].words_by_input
+        raise TypeError(f"{op} does not {'take x of' if by_input else 'produce'} {dtype}")
     _check_range(op, dtype, range)
     return blocks_of(numel, dtype, op, range)
 
@@ -480,6 +485,44 @@ def exponential(
     """
     return _router.sample(
         "exponential", like, state, *_checks.like_rate(like, state, rate, dtype, global_shape, global_start)
+    )
+
+
+def stochastic_round(
+    x: Tensor,
+    state: Tensor,
+    dtype: torch.dtype,
+    saturate: bool = False,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stochastic rounding with a key: x rounded to `dtype`, a lower-precision float type, to the value above or
+    below it with probability in proportion to its nearness, so the result is x on average. A value `dtype` holds
+    comes back exactly; otherwise, with lo < x < hi its neighbours in `dtype`, the result is hi with probability
+    (x - lo) / (hi - lo), decided by an exact integer comparison with the element's word(s) (docs: stream/,
+    "stochastic_round"). NaN stays NaN, infinities stay infinite; a value past `dtype`'s largest finite value gives
+    what x.to(dtype) gives, or with saturate=True that largest value. Shaped, strided and placed like x; the
+    gradient passes straight through, as x.to(dtype)'s. No torch counterpart.
+
+    Args:
+        x (Tensor): a float16, bfloat16, float32 or float64 tensor.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        dtype (torch.dtype): torch.bfloat16, torch.float16, torch.float8_e4m3fn or torch.float8_e5m2, of lower
+            precision than x's dtype (float16 to bfloat16 or float8; bfloat16 to float8 only).
+        saturate (bool): values past dtype's range (infinities too) become its largest finite value.
+
+    Keyword args:
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
+
+    Example::
+
+        >>> y = rf.stochastic_round(torch.full((1000,), 1 + 2**-9), rf.key(0), torch.bfloat16)
+        >>> sorted(set(y.float().tolist()))
+        [1.0, 1.0078125]
+    """
+    return _router.sample(
+        "stochastic_round", x, state, *_checks.x_round(x, state, saturate, dtype, global_shape, global_start)
     )
 
 

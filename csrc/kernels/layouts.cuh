@@ -1,7 +1,8 @@
 // The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu generates each op's functor from its row).
 //
-// An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
-// (whether it reads `in`) and `T operator()(T x, const uint32_t *w) const` (w: the element's K words).
+// An op is a functor with `T` (the output's element type in memory), `TI` (the input's: T but for stochastic_round),
+// `K` (stream words per element), `kReads` (whether it reads `in`) and `T operator()(TI x, const uint32_t *w) const`
+// (w: the element's K words).
 // Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
 // covers a group that starts a key's segment or lies inside one with its first word on lane 0. A paired op
 // (kPaired, normal) instead has `void pair(const uint32_t *w, T &c, T &s) const`: the two elements 2p and 2p + 1
@@ -12,6 +13,8 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "keys.h"
 #include "ops.h"
@@ -137,7 +140,7 @@ __device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t se
 // The values y[0 .. 4) of logical elements i0 .. i0 + 3 (x: their inputs, for ops that read one).
 template <class Op>
 __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uint64_t seed0, uint64_t offset0,
-                                             int64_t i0, const typename Op::T (&x)[4], typename Op::T (&y)[4]) {
+                                             int64_t i0, const typename Op::TI (&x)[4], typename Op::T (&y)[4]) {
   constexpr int K = Op::K;
   if constexpr (!IsPaired<Op>::value) {
     uint32_t w[4 * K];
@@ -209,15 +212,17 @@ __device__ __forceinline__ void store4(T *p, const T (&v)[4]) {
 // ---- contiguous: element i at out[i] (and in[i]); `wide` when both pointers suit load4/store4 ----
 template <class Op>
 __global__ void __launch_bounds__(kThreads)
-    contiguous_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, bool wide) {
+    contiguous_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::TI *in, int64_t n, bool wide) {
   using T = typename Op::T;
+  using TI = typename Op::TI;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t i0 = 4 * g;
     const bool full = wide && i0 + 4 <= n;
-    T x[4] = {}, y[4];
+    TI x[4] = {};
+    T y[4];
     if constexpr (Op::kReads) {  // loads first: their latency hides behind the Philox rounds
       if (full) {
         load4(in + i0, x);
@@ -248,9 +253,14 @@ constexpr int kTile = 32, kRows = kThreads / kTile;
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, typename Op::T *out,
-                                                              const typename Op::T *in, Transposed g) {
+                                                              const typename Op::TI *in, Transposed g) {
   using T = typename Op::T;
-  __shared__ T tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
+  using TI = typename Op::TI;
+  constexpr bool kSame = std::is_same<T, TI>::value;
+  __shared__ TI tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
+  // An op whose output type differs from its input's (stochastic_round) writes its values to a tile of their own.
+  __shared__ T out_tile[kSame ? 1 : kTile][kTile + 1];
+  T(*const yt)[kTile + 1] = kSame ? reinterpret_cast<T(*)[kTile + 1]>(tile) : out_tile;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
@@ -264,18 +274,19 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
         __syncthreads();
         if (c0 + vc < g.C) {
           const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
-          T x[4] = {}, y[4];
+          TI x[4] = {};
+          T y[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j)
             if (Op::kReads && l0 + vl + j < g.L) x[j] = tile[vl + j][vc];
           group_values(op, keys, seed0, offset0, i0, x, y);
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            if (l0 + vl + j < g.L) tile[vl + j][vc] = y[j];
+            if (l0 + vl + j < g.L) yt[vl + j][vc] = y[j];
         }
         __syncthreads();
         if (c < g.C)
-          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) out[n * g.out_n + (l0 + r) * g.out_l + c] = tile[r][tx];
+          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) out[n * g.out_n + (l0 + r) * g.out_l + c] = yt[r][tx];
         __syncthreads();  // the next tile reuses `tile`
       }
 }
@@ -294,8 +305,9 @@ __device__ __forceinline__ void locate(const rngx_layout &g, int64_t i, int64_t 
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads)
-    strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::T *in, int64_t n, rngx_layout g) {
+    strided_kernel(Op op, Keys keys, typename Op::T *out, const typename Op::TI *in, int64_t n, rngx_layout g) {
   using T = typename Op::T;
+  using TI = typename Op::TI;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int last = g.nd - 1;
@@ -303,7 +315,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
     int64_t po[4] = {}, pi, inner = 0;
-    T x[4] = {}, y[4];
+    TI x[4] = {};
+    T y[4];
     locate(g, i0, po[0], pi, inner);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -355,19 +368,20 @@ inline Keys keys_of(const rngx_job *job) {
 template <class Op>
 int launch(const Op &op, const rngx_job *job, void *stream_ptr) {
   using T = typename Op::T;
+  using TI = typename Op::TI;
   int64_t n = 1;
   for (int d = 0; d < job->ndim; ++d) n *= job->sizes[d];
   if (n == 0) return (int)cudaSuccess;
   const cudaStream_t stream = (cudaStream_t)stream_ptr;
   const Keys st = keys_of(job);
   T *out = (T *)job->out.data;
-  const T *in = Op::kReads ? (const T *)job->in.data : nullptr;
+  const TI *in = Op::kReads ? (const TI *)job->in.data : nullptr;
   rngx_layout c;
   rngx_collapse(job, Op::kReads, &c);
   const bool reads = Op::kReads;
   if (c.nd == 1 && c.so[0] == 1 && (!reads || c.si[0] == 1)) {
-    const uintptr_t a = Wide<T>::kBytes - 1;
-    const bool wide = ((uintptr_t)out & a) == 0 && (!reads || ((uintptr_t)in & a) == 0);
+    const bool wide = ((uintptr_t)out & (Wide<T>::kBytes - 1)) == 0 &&
+                      (!reads || ((uintptr_t)in & (Wide<TI>::kBytes - 1)) == 0);
     RNGX_LAUNCH(contiguous_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, n, wide);
   } else if ((c.nd == 2 || c.nd == 3) && c.so[c.nd - 2] == 1 && (!reads || c.si[c.nd - 2] == 1)) {
     const int l = c.nd - 1;

@@ -25,15 +25,6 @@
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-static int64_t element_size(rngx_dtype dtype) {
-  switch (dtype) {
-    case RNGX_BITS8: return 1;
-    case RNGX_FLOAT16: case RNGX_BFLOAT16: case RNGX_BITS16: return 2;
-    case RNGX_FLOAT32: case RNGX_BITS32: return 4;
-    default: return 8;
-  }
-}
-
 /* ---- layout ---- */
 
 /* The memory offsets (elements) of a row's first element, and the row's index over the outer dims. */
@@ -67,8 +58,8 @@ typedef struct {
   const rngx_job *job;
   const rngx_op *op;
   const rngx_layout *l;
-  int k;        /* words per element */
-  int64_t size; /* element size in bytes */
+  int k;                 /* words per element */
+  int64_t size, in_size; /* element sizes in bytes: the output's, the input's */
 } rngx_walk;
 
 void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset, uint64_t *pos) {
@@ -136,7 +127,7 @@ static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, int64_t o
   const rngx_layout *l = wk->l;
   const int64_t so = l->so[l->nd - 1], si = l->si[l->nd - 1];
   const rngx_span r = {w, n, so, si, (char *)wk->job->out.data + (out + col * so) * wk->size,
-                      wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->size : 0, odd};
+                      wk->op->reads_input ? (const char *)wk->job->in.data + (in + col * si) * wk->in_size : 0, odd};
   wk->op->loop(wk->op, &r);
 }
 
@@ -197,7 +188,7 @@ void rngx_execute(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t
   rngx_layout l;
   if (begin >= end) return;
   rngx_collapse(job, op->reads_input, &l);
-  const rngx_walk wk = {job, op, &l, op->k, element_size(job->dtype)};
+  const rngx_walk wk = {job, op, &l, op->k, rngx_dtype_size(job->dtype), rngx_dtype_size(op->in_dtype)};
   const int strided = l.so[l.nd - 1] != 1 || (op->reads_input && l.si[l.nd - 1] != 1);
   if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)
     walk_tiles(&wk, begin, end);

@@ -19,6 +19,7 @@ typedef void (*rngx_loop_fn)(const rngx_op *op, const rngx_span *r);
 struct rngx_op {
   rngx_loop_fn loop;
   int reads_input;
+  rngx_dtype in_dtype; /* the input's, where the op reads one: the output's but for stochastic_round */
   int k; /* words per element (its row's, csrc/op_table.h) */
   int paired; /* elements 2p and 2p + 1 of a key's stream come from the words of both (normal) */
   rngx_params p;
