@@ -65,6 +65,8 @@ class StochasticRounding:
         ]
 
     def remove(self) -> None:
+        """Takes the step and load_state_dict hooks off the optimizer: its later steps update the bfloat16 and float16
+        parameters in their own dtype, as without stochastic_rounding."""
         for handle in self._handles:
             handle.remove()
 
