@@ -9,7 +9,7 @@ SO := torch_rngx/_C.abi3.so
 KERNELS := $(wildcard csrc/kernels/*.c)
 SOURCES := setup.py tools/build_backend.py $(KERNELS) $(wildcard csrc/*.c csrc/*.cpp csrc/*.h csrc/kernels/*.h)
 # The wheels' name (make wheel) and nvcc, if any (the CUDA targets need it).
-VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' torch_rngx/_version.py)
 PLATFORM := $(shell $(PY) -c "import sysconfig; print(sysconfig.get_platform().replace('-', '_').replace('.', '_'))")
 WHEEL_NAME := torch_rngx-$(VERSION)-cp39-abi3-$(PLATFORM).whl
 NVCC := $(or $(shell command -v nvcc),$(wildcard /usr/local/cuda/bin/nvcc))
@@ -21,7 +21,7 @@ C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(w
 
 .PHONY: all setup build test ctest pytest opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
 	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check install-check docs-check \
-	api-doc lint
+	docs docs-test lint
 
 all: build
 
@@ -49,6 +49,10 @@ $(VENV)/.diffusers-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
 	touch $@
 
+# albumentations (OpenCV's headless wheel with it, ~180 MB installed): tests/test_data.py runs its Compose in
+# torch_rngx.data.DataLoader's workers. A stamp of its own too.
+ALBUMENTATIONS_VERSION ?= 2.0.8
+
 # expecttest: torch.testing._internal needs it, whose OpInfo samples tests/test_mode_opinfo.py runs under the mode.
 # A stamp of its own too.
 EXPECTTEST_VERSION ?= 0.3.0
@@ -57,9 +61,22 @@ $(VENV)/.expecttest-stamp: $(VENV)/.stamp
 	$(PYTHON) -m pip install -q "expecttest==$(EXPECTTEST_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.expecttest-stamp
+$(VENV)/.albumentations-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "albumentations==$(ALBUMENTATIONS_VERSION)"
+	touch $@
 
-$(SO): $(VENV)/.stamp $(SOURCES)
+# ml-dtypes (float8 in NumPy): tests/reference.py encodes stochastic_round's float8 and bfloat16 values with it.
+ML_DTYPES_VERSION ?= 0.6.0
+
+$(VENV)/.ml-dtypes-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "ml-dtypes==$(ML_DTYPES_VERSION)"
+	touch $@
+
+setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp \
+  $(VENV)/.ml-dtypes-stamp
+
+# pyproject.toml and _version.py: the installed metadata (the version importlib.metadata reports) is made here too.
+$(SO): $(VENV)/.stamp $(SOURCES) pyproject.toml torch_rngx/_version.py
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
@@ -99,10 +116,11 @@ sanitize: $(SAN_TESTS)
 PYTEST_WORKERS ?= auto
 PYTEST := $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
-PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.expecttest-stamp
+PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp \
+  $(VENV)/.ml-dtypes-stamp $(VENV)/.expecttest-stamp
 
 pytest: $(PYTEST_DEPS)
-	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py
 
 # Every sample of torch's random OpInfos in every float dtype under torch_rngx.mode, eager and compiled with Inductor
 # (make test: every sample eager, the first compiled, float32 and bfloat16).
@@ -115,7 +133,7 @@ test: ctest pytest
 # and Triton builds, opcheck over every sample, processes of their own), under 3 minutes on 2 cores
 # (docs/development.md). `make test` runs them all.
 test-quick: $(PYTEST_DEPS)
-	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py -m "not slow"
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py -m "not slow"
 
 # The tests that compare compiled with eager, on other CPU paths than the machine's best (which `make test` runs):
 # torch's kernels and Inductor's code for AVX2 (ATEN_CPU_CAPABILITY=avx2 steers both), and our Philox on its scalar
@@ -133,7 +151,8 @@ test-isa: $(PYTEST_DEPS)
 	@cap=$$($(PYTHON) -c "import torch; print(torch.backends.cpu.get_cpu_capability())"); \
 	  if [ "$$cap" != AVX2 ]; then export TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2; fi; \
 	  echo "test-isa: this CPU's best is $$cap; Inductor cache: $${TORCHINDUCTOR_CACHE_DIR:-torch's default, shared with make test}"; \
-	  set -x; ATEN_CPU_CAPABILITY=avx2 RNGX_SIMD=scalar $(PYTEST) tests --ignore=tests/test_distributed.py $(COMPILED_VS_EAGER)
+	  set -x; ATEN_CPU_CAPABILITY=avx2 RNGX_SIMD=scalar $(PYTEST) tests --ignore=tests/test_distributed.py \
+	  --ignore=tests/test_docs_site.py $(COMPILED_VS_EAGER)
 
 # ruff (check and format --check) and mypy on torch_rngx/, configured in pyproject.toml; both pinned, installed into
 # the venv on first use. `ruff format torch_rngx` fixes what format --check reports.
@@ -172,18 +191,58 @@ huge: $(SO)
 demo: $(SO)
 	cd examples && ../$(PYTHON) demo.py
 
-# Every ```python block of README.md and docs/*.md, each in a fresh process (tools/docs_check.py: first-line markers
-# for blocks that need a GPU or several ranks). api-doc rewrites docs/api.md from the code; tests/test_api_doc.py
-# fails while it is stale.
+# The docs name only what exists (tools/docs_names.py: every torch_rngx.<name> they and the docstrings write, every
+# `docs: <page>/` reference of a docstring or message), then every ```python block of README.md and docs/*.md, each in
+# a fresh process (tools/docs_check.py: first-line markers for blocks that need a GPU or several ranks).
 docs-check: $(SO)
+	$(PYTHON) tools/docs_names.py
 	$(PYTHON) tools/docs_check.py
 
-api-doc: $(SO)
-	$(PYTHON) tools/api_doc.py
+# The documentation site (mkdocs.yml): mkdocs-material, the API reference rendered from the docstrings by
+# mkdocstrings' Python handler; playwright drives a Chromium for make docs-test. All pinned, in a stamp of their own.
+MKDOCS_VERSION ?= 1.6.1
+MKDOCS_MATERIAL_VERSION ?= 9.8.1
+MKDOCSTRINGS_VERSION ?= 1.0.8
+MKDOCSTRINGS_PYTHON_VERSION ?= 2.0.11
+GRIFFE_VERSION ?= 2.4.1
+PLAYWRIGHT_VERSION ?= 1.65.2
 
-# CPU speed against torch (docs/performance.md): a table on stdout, benchmarks/out/bench.{json,png}.
+$(VENV)/.docs-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "mkdocs==$(MKDOCS_VERSION)" "mkdocs-material==$(MKDOCS_MATERIAL_VERSION)" \
+	  "mkdocstrings==$(MKDOCSTRINGS_VERSION)" "mkdocstrings-python==$(MKDOCSTRINGS_PYTHON_VERSION)" \
+	  "griffelib==$(GRIFFE_VERSION)" "playwright==$(PLAYWRIGHT_VERSION)"
+	touch $@
+
+# build/site, with --strict: a broken link, a missing page or a docstring mkdocstrings cannot read fails the build.
+# NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, printed on every build.
+docs: $(VENV)/.docs-stamp
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The built site in headless Chromium (tests/test_docs_site.py): Debian's chromium (apt-get install chromium; .ci/run
+# installs it), or the one RNGX_CHROMIUM names. playwright drives it; its own browser download is not used.
+docs-test: docs
+	RNGX_REQUIRE_DOCS_SITE=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_docs_site.py
+
+# CPU speed against torch (docs/performance.md; every run in benchmarks/results/perf-log.md): a table on stdout,
+# benchmarks/out/bench.{json,png}.
 bench: $(SO)
 	$(PYTHON) benchmarks/bench.py
+
+# stochastic_round against x.to(bfloat16) and torchao's _fp32_to_bf16_sr, and the optimizer's step (docs/performance.md,
+# "Stochastic rounding"). torchao goes into the venv over the CPU torch without its dependencies: the function timed is
+# torch ops. sround-plot draws docs/stochastic_rounding.png (docs/training.md).
+TORCHAO_VERSION ?= 0.18.0
+
+$(VENV)/.torchao-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q --no-deps "torchao==$(TORCHAO_VERSION)"
+	touch $@
+
+.PHONY: bench-sround sround-plot
+bench-sround: $(SO) $(VENV)/.torchao-stamp
+	$(PYTHON) benchmarks/sround.py
+
+sround-plot: $(SO)
+	$(PYTHON) benchmarks/sround_training.py
 
 # The CUDA kernels, run on the CPU through a stand-in runtime (tests/cuda_emu), must write the C kernels' bytes.
 # Needs only a C++ compiler; binaries in tests/c/bin/emu/.

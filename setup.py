@@ -130,7 +130,8 @@ extensions = [
         include_dirs=[CSRC],
         library_dirs=tce.library_paths(),
         libraries=["c10", "torch_cpu"],
-        define_macros=LIMITS,
+        # the torch this build is made against, for `python -m torch_rngx` (_C.build())
+        define_macros=LIMITS + [("RNGX_BUILT_WITH_TORCH", f'"{torch.__version__}"')],
         py_limited_api=True,
     )
 ]

@@ -1,4 +1,4 @@
-"""Where dropout's fwd+bwd time goes at 2^10 (docs/performance.md, "Per ISA"): the backward pass alone of one node,
+"""Where dropout's fwd+bwd time goes at 2^10 (results/perf-log.md, "Per ISA"): the backward pass alone of one node,
 torch.autograd.grad(y, x, g, retain_graph=True), for torch's dropout node, our node, and Python nodes that differ
 from each other in one thing each, so that each difference is one cost. Best of 5 alternating rounds, 1 thread.
 `taskset -c 1 python3 benchmarks/backward_node.py`"""

@@ -1,4 +1,4 @@
-"""CPU speed of torch_rngx against torch, side by side in one run (`make bench`; docs/performance.md).
+"""CPU speed of torch_rngx against torch, side by side in one run (`make bench`; results/perf-log.md).
 
 For each op, float32 at 2^10 ... 2^26 elements (and float16/bfloat16 at one size): torch_rngx, the torch eager
 equivalent, the torch.compile'd equivalent (Inductor's own fused random) and x.clone(), the memory-bandwidth

@@ -1,5 +1,5 @@
 """normal, truncated normal, bernoulli and randint against torch, float32, 2^24 elements (`--log2 N`: 2^N) on 2 threads (`make bench` runs it;
-docs/performance.md, "Distributions"). torch.func._random.normal is timed too where torch has it (2.14+).
+results/perf-log.md, "Distributions"). torch.func._random.normal is timed too where torch has it (2.14+).
 Each round times every candidate in turn; a time is the best round. Ratio = torch's time / ours (> 1: faster)."""
 import sys
 import time

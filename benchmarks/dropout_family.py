@@ -1,4 +1,4 @@
-"""The dropout family against torch, side by side in one run (`make bench` runs it; docs/performance.md,
+"""The dropout family against torch, side by side in one run (`make bench` runs it; results/perf-log.md,
 "Dropout family"): channel dropout forward + backward against F.dropout2d, and a training step of an
 nn.TransformerEncoder before and after torch_rngx.nn.convert, eager and torch.compile'd. Ratio = torch's time / ours
 (> 1: faster than torch)."""

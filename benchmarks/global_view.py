@@ -1,4 +1,4 @@
-"""The cost of a global view (docs/performance.md, "Global view"): a block of a (4096, 4096) float32 tensor, as
+"""The cost of a global view (results/perf-log.md, "Global view"): a block of a (4096, 4096) float32 tensor, as
 DTensor's Shard(0), Shard(1) and a (2, 2) mesh cut it, against the same op on a tensor of the block's shape without
 a view (the same words, made in one run) and against torch's own op on that block. Ratio = their time / ours
 (1: a view costs nothing)."""

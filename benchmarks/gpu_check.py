@@ -5,7 +5,8 @@ stream 1.0 contract (docs/stream.md; a state [seed, offset] counts its offset in
 
 0. stream 1.0's known answers (tests/kat/stream-1.0.json), every case on the device.
 1. CUDA == CPU, bit for bit: bits (all 8 integer dtypes), uniform (4 float dtypes, [0, 1) and other bounds),
-   quantize_noise, dropout and its backward, split, fold_in (int and tensor data), batched states ((N,1,1,1,2)
+   quantize_noise, dropout and its backward, stochastic_round (to a 16-bit and, saturating, to a float8 type),
+   split, fold_in (int and tensor data), batched states ((N,1,1,1,2)
    per sample, broadcast ones) and a Generator(device="cuda"); layouts contiguous, channels_last, transposed,
    sliced and 1-D; the state on the CPU and on the GPU; float32 uniform and dropout at 2^size-log2 elements.
 2. words == cuRAND: bits of the state [seed, o] are cuRAND's Philox4_32_10 words from curand_init(seed, 0, 4*o)
@@ -129,6 +130,12 @@ def dropout_grad(x, st):
     return torch.autograd.grad(y, x, torch.full_like(y, 1.25))[0]
 
 
+# stochastic_round's targets below each float dtype
+ROUND_TO = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float8_e5m2, torch.float32: torch.bfloat16,
+            torch.float64: torch.float16}
+ROUND_TO_FLOAT8 = {torch.float16: torch.float8_e5m2, torch.bfloat16: torch.float8_e4m3fn,
+                   torch.float32: torch.float8_e4m3fn, torch.float64: torch.float8_e5m2}
+
 FLOAT_OPS = {  # name -> fn(x, state)
     "uniform [0,1)": lambda x, st: F.uniform(x, st),
     "uniform [-1.5,2)": lambda x, st: F.uniform(x, st, -1.5, 2.0),
@@ -143,6 +150,8 @@ FLOAT_OPS = {  # name -> fn(x, state)
     "randint int64": lambda x, st: F.randint(x, st, -7, 2**62 + 5),
     "randint int8": lambda x, st: F.randint(x, st, -100, 27, dtype=torch.int8),
     "exponential": lambda x, st: F.exponential(x, st, 1.5),
+    "stochastic_round": lambda x, st: F.stochastic_round(x, st, ROUND_TO[x.dtype]),
+    "stochastic_round float8, saturate": lambda x, st: F.stochastic_round(x * 300, st, ROUND_TO_FLOAT8[x.dtype], True),
 }
 
 
@@ -743,8 +752,11 @@ def check_triton(log2):
                   ("noise", dt, rt.noise_params(dt, 0.37, DEV), lambda x, s: F.quantize_noise(x, s, 0.37)),
                   ("dropout", dt, rt.dropout_params(dt, 0.3, DEV), lambda x, s: F.dropout(x, s, 0.3)),
                   ("bernoulli", dt, rt.dropout_params(dt, 0.3, DEV), lambda x, s: F.bernoulli(x, s, 0.3)),
-                  ("normal", dt, rt.normal_params(dt, 0.25, 3.0, DEV), lambda x, s: F.normal(x, s, 0.25, 3.0))]
-    fusion_safe = ("bits32", "bits64", "dropout", "bernoulli")
+                  ("normal", dt, rt.normal_params(dt, 0.25, 3.0, DEV), lambda x, s: F.normal(x, s, 0.25, 3.0)),
+                  ("stochastic_round", dt, None, lambda x, s: F.stochastic_round(x, s, ROUND_TO[x.dtype])),
+                  ("stochastic_round_saturate", dt, None,
+                   lambda x, s: F.stochastic_round(x, s, ROUND_TO_FLOAT8[x.dtype], True))]
+    fusion_safe = ("bits32", "bits64", "dropout", "bernoulli", "stochastic_round", "stochastic_round_saturate")
     exact, fused, fused_diff = Tally(), Tally(), {}
     for op, dt, params, ref in cases:
         x = (torch.randn(n, generator=gen) * 30).to(dt).to(DEV)
@@ -758,7 +770,7 @@ def check_triton(log2):
             if op in fusion_safe:
                 fused.add(same(got, want), f"{op} {dt} key {kname}")
             else:
-                signed = {2: torch.int16, 4: torch.int32, 8: torch.int64}[want.element_size()]
+                signed = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[want.element_size()]
                 diff = int((got.cpu().view(signed) != want.cpu().view(signed)).sum())
                 fused_diff[f"{op} {dt}"] = fused_diff.get(f"{op} {dt}", 0) + diff
     gshape, start = (6, 8, 10), (2, 3, 5)
@@ -832,7 +844,7 @@ def kernels_of(fn, runs=5):
 def check_launches(log2=16):
     """Kernels per eager draw at 2^log2 float32 elements: a CUDA Generator steps its state on the device (clone and
     add) before the op, where torch's dropout is one kernel. The step's share of the device time says whether a
-    one-launch draw is worth it (docs/performance.md, "GPU")."""
+    one-launch draw is worth it (results/perf-log.md, "GPU")."""
     import torch.nn.functional as tF
 
     x = torch.randn(1 << log2, device=DEV)

@@ -12,7 +12,7 @@ the median step time over `--steps` steps (CUDA events).
     python3 benchmarks/gpu_memory.py                                  # the GPU run: 12 layers, d=768, seq 1024, bf16
     python3 benchmarks/gpu_memory.py --device cpu --layers 2 --d 64 --heads 4 --seq 32 --batch 2 --steps 2 --dtype float32  # dry run
 
-Prints a markdown table (docs/performance.md) and, with --json, writes the figures there.
+Prints a markdown table (results/perf-log.md) and, with --json, writes the figures there.
 """
 import argparse
 import copy

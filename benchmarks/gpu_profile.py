@@ -1,4 +1,4 @@
-"""Why the CUDA kernels miss their speed targets (docs/performance.md, "GPU"): one short run on a GPU that separates
+"""Why the CUDA kernels miss their speed targets (results/perf-log.md, "GPU"): one short run on a GPU that separates
 Philox arithmetic from memory traffic. Times (CUDA events, median of 20) at 2^28 float32 elements:
 
   write-only line: torch.empty_like(x).fill_(1.0)        (4 bytes/element, no arithmetic)

@@ -30,6 +30,7 @@ static const rngx_dtype IN[] = {RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS6
 static const char *INN[] = {"int8", "int16", "int32", "int64"};
 
 static void *in_buf;
+static rngx_dtype in_dt; /* the input's dtype: the output's, but stochastic_round's x's */
 
 /* 0.25 in every element of the input, in dtype dt (a valid p and weight, an ordinary x). */
 static void fill_in(rngx_dtype dt) {
@@ -46,7 +47,7 @@ static int run(int c, rngx_job *job, char *name, int go) {
   rngx_params p;
   const int t = c % 4, g = c / 4;
   const rngx_dtype f = FL[t];
-  job->dtype = f;
+  job->dtype = in_dt = f;
   job->in.data = NULL;
   switch (g) {
     case 0: job->dtype = IN[t]; sprintf(name, "bits %s", INN[t]); if (go) rngx_bits(job, 0, N);
@@ -83,6 +84,12 @@ static int run(int c, rngx_job *job, char *name, int go) {
       if (go) rngx_exponential(job, &p, 0, N);
       return 1;
     case 11: if (t != 3) return -1; sprintf(name, "race float64"); job->in.data = in_buf; if (go) rngx_race(job, 0, N);
+      return 1;
+    case 12: case 13: /* stochastic_round from each float type to bfloat16 (float8_e4m3fn from bfloat16), and to e5m2 */
+      job->dtype = g == 13 ? RNGX_FLOAT8_E5M2 : f == RNGX_BFLOAT16 ? RNGX_FLOAT8_E4M3FN : RNGX_BFLOAT16;
+      sprintf(name, "stochastic_round %s to %s", FLN[t], g == 13 ? "float8_e5m2" : f == RNGX_BFLOAT16 ? "float8_e4m3fn" : "bfloat16");
+      if (rngx_sround_params(job->dtype, f, 0, &p)) return 0;
+      job->in.data = in_buf; if (go) rngx_sround(job, &p, 0, N);
       return 1;
     default: return 0;
   }
@@ -121,7 +128,7 @@ int main(int argc, char **argv) {
     if (rngx_simd_select((rngx_simd)path) != 0) continue;
     for (int c = 0, r; (r = run(c, &job, name, 0)) != 0; ++c) {
       if (r < 0) continue;
-      fill_in(job.dtype);
+      fill_in(in_dt);
       double best = 1e30;
       for (int rep = 0; rep < reps; ++rep) {
         const double t0 = now();

@@ -1,4 +1,4 @@
-"""What the key-reuse checker costs per call (`make bench` runs it; docs/performance.md, "Key-reuse checker"):
+"""What the key-reuse checker costs per call (`make bench` runs it; results/perf-log.md, "Key-reuse checker"):
 three of per_call.py's calls at 2^10 float32 elements on one thread, with torch_rngx.debug.key_reuse off and on,
 side by side: rounds in which the two take turns, each time the best of per_call.best's repeats.
 

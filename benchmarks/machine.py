@@ -1,4 +1,4 @@
-"""Which machine a benchmark ran on, printed next to its figures (docs/performance.md keeps one table per ISA).
+"""Which machine a benchmark ran on, printed next to its figures (results/perf-log.md keeps one table per ISA).
 
 The CPU model, the Philox path torch_rngx uses (torch_rngx._C.simd(): RNGX_SIMD picks it), the clone of our float
 loops (target_clones: chosen by the CPU at load, so RNGX_SIMD does not change it) and torch's own kernels' ISA

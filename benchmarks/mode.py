@@ -1,4 +1,4 @@
-"""What torch_rngx.mode costs (`make bench` runs it; docs/performance.md, "torch_rngx.mode"): a small transformer's
+"""What torch_rngx.mode costs (`make bench` runs it; results/perf-log.md, "torch_rngx.mode"): a small transformer's
 training step (dropout 0.1 in its modules and in attention) with and without the mode, eager and torch.compile'd,
 side by side in one run. Ratio = with / without (targets: eager <= 1.10, compiled <= 1.02). `python3
 benchmarks/mode.py [threads]` runs this section alone (2 threads unless told)."""

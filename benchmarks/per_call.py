@@ -1,5 +1,5 @@
 """Per-call cost of every public stateful function against torch's equivalent, on one thread at 2^10 and 2^14
-float32 elements, eager and compiled (`make bench` runs it; docs/performance.md, "Per call").
+float32 elements, eager and compiled (`make bench` runs it; results/perf-log.md, "Per call").
 
 Targets: the training step's rows (issue 32: eager rand_like, quantize noise, dropout forward and dropout fwd+bwd,
 and a compiled fullgraph dropout step, at 2^10) <= 1.3x torch's time; every other eager row <= 1.5x, every other

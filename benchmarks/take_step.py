@@ -1,4 +1,4 @@
-"""The pieces of one Generator step (docs/performance.md, "The samplers' one-call path"): rngx::take_ as a compiled
+"""The pieces of one Generator step (results/perf-log.md, "The samplers' one-call path"): rngx::take_ as a compiled
 graph calls it (C++, which asks in C whether a checkpoint journal may be open, csrc/journal.h), the bare C++ step
 (rngx::step_), and the same question asked from Python. Best of 5 alternating rounds, 1 thread.
 `python3 benchmarks/take_step.py`"""

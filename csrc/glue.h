@@ -133,14 +133,32 @@ inline void check_size(const std::vector<int64_t>& size) {
   }
 }
 
-// A sampler's output dtype: torch's, the kernels' name for it, the dtype to allocate (none: first's) and, for
-// DTYPE_INT, the values it holds.
+// A sampler's output dtype: torch's, the kernels' name for it, the dtype to allocate (none: first's), for
+// DTYPE_INT the values it holds, and for DTYPE_ROUND the input's dtype.
 struct OutType {
   ScalarType type;
   rngx_dtype dt;
   std::optional<ScalarType> alloc;
   int64_t min = 0, max = 0;
+  rngx_dtype from = RNGX_FLOAT32;
 };
+
+// DTYPE_ROUND's dtype argument, told apart from DTYPE_INT's.
+struct RoundTo {
+  ScalarType dtype;
+};
+
+inline const char* float_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Half: return "float16";
+    case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::Float: return "float32";
+    case ScalarType::Double: return "float64";
+    case ScalarType::Float8_e4m3fn: return "float8_e4m3fn";
+    case ScalarType::Float8_e5m2: return "float8_e5m2";
+    default: return nullptr;
+  }
+}
 
 // DTYPE_OPTIONAL: a float dtype, else first's.
 inline OutType out_type(const char*, const Tensor& first, const char*, std::optional<ScalarType> dtype) {
@@ -165,27 +183,50 @@ inline OutType out_type(const char* op, const Tensor&, const char*, ScalarType t
   return {};  // unreachable
 }
 
+// DTYPE_ROUND: one of the four targets, of lower precision than first's float dtype (rngx_sround_pair).
+inline OutType out_type(const char* op, const Tensor& first, const char* first_name, RoundTo to) {
+  const rngx_dtype from = float_dtype(first.scalar_type(), first_name);
+  rngx_dtype dt = RNGX_FLOAT32;
+  switch (to.dtype) {
+    case ScalarType::BFloat16: dt = RNGX_BFLOAT16; break;
+    case ScalarType::Half: dt = RNGX_FLOAT16; break;
+    case ScalarType::Float8_e4m3fn: dt = RNGX_FLOAT8_E4M3FN; break;
+    case ScalarType::Float8_e5m2: dt = RNGX_FLOAT8_E5M2; break;
+    default: STD_TORCH_CHECK(false, op, ": dtype must be bfloat16, float16, float8_e4m3fn or float8_e5m2");
+  }
+  STD_TORCH_CHECK(rngx_sround_pair(from, dt), op, ": dtype (", float_name(to.dtype), ") must be of lower precision than ",
+                  first_name, "'s dtype (", float_name(first.scalar_type()), ")");
+  OutType out{to.dtype, dt, to.dtype};
+  out.from = from;
+  return out;
+}
+
 // A sampler's row (op_table.h) as C++: its dtype parameter and argument, the tensor its kernel reads, and the
-// dtype's values that DTYPE_INT's derivation takes.
+// dtype's values that DTYPE_INT's derivation takes (DTYPE_ROUND's: the input's dtype).
 #define RNGX_DTYPE_PARAM_DTYPE_OPTIONAL std::optional<ScalarType> dtype,
 #define RNGX_DTYPE_PARAM_DTYPE_FIRST
 #define RNGX_DTYPE_PARAM_DTYPE_INT ScalarType dtype,
+#define RNGX_DTYPE_PARAM_DTYPE_ROUND ScalarType dtype,
 #define RNGX_DTYPE_LAST_PARAM_DTYPE_OPTIONAL , std::optional<ScalarType> dtype
 #define RNGX_DTYPE_LAST_PARAM_DTYPE_FIRST
 #define RNGX_DTYPE_LAST_PARAM_DTYPE_INT , ScalarType dtype
+#define RNGX_DTYPE_LAST_PARAM_DTYPE_ROUND , ScalarType dtype
 #define RNGX_DTYPE_ARG_DTYPE_OPTIONAL dtype
 #define RNGX_DTYPE_ARG_DTYPE_FIRST std::nullopt
 #define RNGX_DTYPE_ARG_DTYPE_INT dtype
+#define RNGX_DTYPE_ARG_DTYPE_ROUND RoundTo{dtype}
 #define RNGX_INPUT_like nullptr
 #define RNGX_INPUT_x &x
 #define RNGX_LIMITS_DTYPE_OPTIONAL(type)
 #define RNGX_LIMITS_DTYPE_FIRST(type)
 #define RNGX_LIMITS_DTYPE_INT(type) type.min, type.max,
+#define RNGX_LIMITS_DTYPE_ROUND(type) type.from,
 
 // "a=1, b=2" for names "(a, b)" (a row's args, stringized) and the values.
 template <class... A>
 std::string named_values(const char* names, const A&... values) {
   std::ostringstream s;
+  s << std::boolalpha;
   const char* at = names;
   auto one = [&](const auto& v) {
     while (*at == '(' || *at == ',' || *at == ' ') ++at;
@@ -201,13 +242,7 @@ std::string named_values(const char* names, const A&... values) {
 
 // The name of a sampler's output dtype.
 inline const char* out_name(const OutType& out) {
-  switch (out.type) {
-    case ScalarType::Half: return "float16";
-    case ScalarType::BFloat16: return "bfloat16";
-    case ScalarType::Float: return "float32";
-    case ScalarType::Double: return "float64";
-    default: break;
-  }
+  if (float_name(out.type) != nullptr) return float_name(out.type);
 #define RNGX_INT_OUT_NAME(scalar, name, bits, lo, hi) \
   if (out.type == ScalarType::scalar) return #name;
   RNGX_INT_DTYPES(RNGX_INT_OUT_NAME)

@@ -13,12 +13,15 @@
 // against): aoti_torch_library_init_def and aoti_torch_library_def (<= 2.10), STABLE_TORCH_LIBRARY_IMPL and
 // StableLibrary::impl (which calls torch_library_impl from 2.10) and TORCH_BOX (<= 2.10); torch::stable::clone
 // and copy_ (2.9); torch::stable::to(Tensor, Device) (2.10); aoti_torch_empty_strided (<= 2.10).
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
 
 #include "glue.h"
 #include "journal.h"
+#include "steps.h"
 
 const rngx_journal* rngx_journal_hooks = nullptr;
 
@@ -37,8 +40,20 @@ constexpr const char* kSchemas[] = {RNGX_SAMPLERS(RNGX_SAMPLER_ROW_SCHEMA) RNGX_
 
 using rngx_glue::Tensor;
 
-// The one lock of every state's step.
+// The one lock of every state's step. A process forked while another thread held it would start with it held and
+// no thread to release it: so a fork takes it first (no step is half done at the fork), and parent and child each
+// release it after.
 std::mutex take_mutex;
+const int fork_safe = pthread_atfork([] { take_mutex.lock(); }, [] { take_mutex.unlock(); },
+                                     [] { take_mutex.unlock(); });
+
+// This thread's newest steps of CPU states (steps.h): the state each moved, the key it returned and its blocks.
+struct LoggedStep {
+  int64_t* state;  // null once given back
+  rngx_step step;
+};
+thread_local std::array<LoggedStep, RNGX_STEPS_KEPT> logged;
+thread_local uint64_t steps_made = 0;
 
 // An uninitialized int64 CPU tensor of shape (2,), for a key.
 Tensor cpu_key() {
@@ -123,6 +138,7 @@ std::array<int64_t, 2> rngx_glue::take_key(Tensor& state, uint64_t blocks, Tenso
     auto* s = static_cast<int64_t*>(state.mutable_data_ptr());
     const std::array<int64_t, 2> key{s[0], s[1]};
     step_in_place(s, blocks);
+    logged[steps_made++ % RNGX_STEPS_KEPT] = {s, {key[0], key[1], blocks}};
     if (taken != nullptr) std::copy(key.begin(), key.end(), static_cast<int64_t*>(taken->mutable_data_ptr()));
     return key;
   }
@@ -135,6 +151,25 @@ std::array<int64_t, 2> rngx_glue::take_key(Tensor& state, uint64_t blocks, Tenso
   step_in_place(s, blocks);
   torch::stable::copy_(state, host);
   return key;
+}
+
+uint64_t rngx_steps_made(void) { return steps_made; }
+
+int rngx_give_back(uint64_t since, void* state, rngx_step* given, int max) {
+  const uint64_t kept = steps_made > RNGX_STEPS_KEPT ? steps_made - RNGX_STEPS_KEPT : 0;
+  int count = 0;
+  std::lock_guard<std::mutex> lock(take_mutex);
+  for (uint64_t i = steps_made; i > std::max(since, kept); --i) {
+    LoggedStep& e = logged[(i - 1) % RNGX_STEPS_KEPT];
+    if (e.state != state) continue;  // another state's, or given back already
+    const rngx_step& t = e.step;
+    if (e.state[0] != t.seed || static_cast<uint64_t>(e.state[1]) != static_cast<uint64_t>(t.offset) + t.blocks)
+      break;  // drawn past since (another thread), or set anew: these blocks may be someone else's now
+    e.state[1] = t.offset;
+    e.state = nullptr;
+    if (count < max) given[count++] = t;
+  }
+  return count;
 }
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CompositeExplicitAutograd, m) {

@@ -1,7 +1,8 @@
 /* The CPython module. Importing it runs the static op registrations (library.cpp, ops.cpp). It exports the op
  * table's rows (op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call form;
  * the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
- * set_journal, which hands the C++ step the checkpoint journal (journal.h).
+ * set_journal, which hands the C++ step the checkpoint journal (journal.h); and steps_made and give_back, through which
+ * a call that raises gives back the blocks its steps took (steps.h).
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
@@ -11,6 +12,7 @@
 #include "journal.h"
 #include "kernels/simd.h"
 #include "op_table.h"
+#include "steps.h"
 
 /* ---- the op table ---- */
 
@@ -37,15 +39,19 @@ static PyObject *int_words(int k) {
 #define RNGX_PY_KIND_DTYPE_OPTIONAL "optional"
 #define RNGX_PY_KIND_DTYPE_FIRST "first"
 #define RNGX_PY_KIND_DTYPE_INT "int"
+#define RNGX_PY_KIND_DTYPE_ROUND "round"
 #define RNGX_PY_WORDS_DTYPE_OPTIONAL(words) float_words(RNGX_UNPACK(words))
 #define RNGX_PY_WORDS_DTYPE_FIRST(words) float_words(RNGX_UNPACK(words))
 #define RNGX_PY_WORDS_DTYPE_INT(words) int_words(RNGX_PICK(0, words))
+#define RNGX_PY_WORDS_DTYPE_ROUND(words) float_words(RNGX_UNPACK(words)) /* by x's dtype */
 #define RNGX_PY_NARROW_DTYPE_OPTIONAL(words) none()
 #define RNGX_PY_NARROW_DTYPE_FIRST(words) none()
 #define RNGX_PY_NARROW_DTYPE_INT(words) PyLong_FromUnsignedLongLong(RNGX_PICK(1, words))
+#define RNGX_PY_NARROW_DTYPE_ROUND(words) none()
 #define RNGX_PY_WIDE_DTYPE_OPTIONAL(words) PyDict_New()
 #define RNGX_PY_WIDE_DTYPE_FIRST(words) PyDict_New()
 #define RNGX_PY_WIDE_DTYPE_INT(words) Py_BuildValue("{s:i}", "int64", RNGX_PICK(2, words))
+#define RNGX_PY_WIDE_DTYPE_ROUND(words) PyDict_New()
 #define RNGX_PY_PAIRED_ELEMENTS 0
 #define RNGX_PY_PAIRED_PAIRS 1
 #define RNGX_PY_FUSED_FUSED(name) #name "_from_"
@@ -128,6 +134,20 @@ static PyObject *set_simd(PyObject *self, PyObject *args) {
   return NULL;
 }
 
+/* ---- what this library was built with (python -m torch_rngx prints it) ---- */
+#ifndef RNGX_BUILT_WITH_TORCH
+#define RNGX_BUILT_WITH_TORCH "unknown" /* setup.py defines it; a build by other means says so */
+#endif
+#define RNGX_STRING(x) #x
+#define RNGX_EXPANDED(x) RNGX_STRING(x)
+
+static PyObject *build(PyObject *self, PyObject *args) {
+  (void)self, (void)args;
+  return Py_BuildValue("{s:s,s:s,s:s,s:s}", "torch", RNGX_BUILT_WITH_TORCH, "torch_target_version",
+                       RNGX_EXPANDED(TORCH_TARGET_VERSION), "py_limited_api", RNGX_EXPANDED(Py_LIMITED_API),
+                       "compiler", __VERSION__);
+}
+
 /* ---- the checkpoint journal (journal.h), in Python: torch_rngx/_step.py gives it through set_journal ---- */
 static PyObject *hooks_on_stack; /* torch's top saved-tensor hooks (None when there are none), given False */
 static PyObject *graph_task;     /* torch's running backward pass: -1 outside one */
@@ -196,6 +216,27 @@ static PyObject *set_journal(PyObject *self, PyObject *args) {
   return Py_BuildValue("");
 }
 
+/* ---- a failed call's steps (steps.h), for torch_rngx/_step.py ---- */
+
+static PyObject *steps_made(PyObject *self, PyObject *args) {
+  (void)self, (void)args;
+  return PyLong_FromUnsignedLongLong(rngx_steps_made());
+}
+
+static PyObject *give_back(PyObject *self, PyObject *args) {
+  unsigned long long since, state;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "KK", &since, &state)) return NULL;
+  rngx_step given[RNGX_STEPS_KEPT];
+  const int n = rngx_give_back(since, (void *)(uintptr_t)state, given, RNGX_STEPS_KEPT);
+  PyObject *out = PyList_New(0);
+  for (int i = 0; out != NULL && i < n; ++i)
+    if (append(out, Py_BuildValue("(LLK)", (long long)given[i].seed, (long long)given[i].offset,
+                                  (unsigned long long)given[i].blocks)) < 0)
+      Py_CLEAR(out);
+  return out;
+}
+
 static PyMethodDef methods[] = {
     {"samplers", samplers, METH_NOARGS,
      "samplers() -> list[dict]: the op table's samplers (csrc/op_table.h): name, first ('like' or 'x'), dtype "
@@ -208,9 +249,17 @@ static PyMethodDef methods[] = {
     {"simd", simd, METH_NOARGS, "simd() -> str: the Philox path in use: 'scalar', 'avx2' or 'avx512'."},
     {"simd_paths", simd_paths, METH_NOARGS, "simd_paths() -> list[str]: the paths this build and CPU run."},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name): use that path from now on (ValueError if unsupported)."},
+    {"build", build, METH_NOARGS,
+     "build() -> dict: what this library was built with: the torch it was built against ('torch'), its stable ABI "
+     "target (TORCH_TARGET_VERSION), the CPython limited API (Py_LIMITED_API) and the C compiler."},
     {"set_journal", set_journal, METH_VARARGS,
      "set_journal(hooks_on_stack, graph_task, replay, record): the checkpoint journal that rngx::take_ consults "
      "(csrc/journal.h); the first call sets it for the life of the process."},
+    {"steps_made", steps_made, METH_NOARGS, "steps_made() -> int: how many steps of CPU states this thread has made."},
+    {"give_back", give_back, METH_VARARGS,
+     "give_back(since, state_ptr) -> list[(seed, offset, blocks)]: gives back, newest first, this thread's steps after "
+     "its first `since` of the live CPU state at data pointer state_ptr, each while the state stands where it left "
+     "it (csrc/steps.h); returns those given back."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -219,5 +268,7 @@ static struct PyModuleDef rngx_module = {PyModuleDef_HEAD_INIT, "_C", "torch-rng
 
 PyMODINIT_FUNC PyInit__C(void) {
   rngx_simd_active(); /* resolve RNGX_SIMD now, on one thread, so a warning about it shows once, at import */
-  return PyModule_Create(&rngx_module);
+  PyObject *module = PyModule_Create(&rngx_module);
+  if (module != NULL && PyModule_AddIntConstant(module, "STEPS_KEPT", RNGX_STEPS_KEPT) < 0) Py_CLEAR(module);
+  return module;
 }

@@ -14,13 +14,15 @@
 //   X(name, first, out, kernel, params, args, schema, words, form, fused)
 //   first   `like` (its shape, layout and device only) or `x` (the kernel reads its values too)
 //   out     the output dtype: DTYPE_OPTIONAL (`ScalarType? dtype=None`, a float type, else like's), DTYPE_FIRST
-//           (first's, a float type) or DTYPE_INT (`ScalarType dtype`, one of RNGX_INT_DTYPES)
+//           (first's, a float type), DTYPE_INT (`ScalarType dtype`, one of RNGX_INT_DTYPES) or DTYPE_ROUND
+//           (`ScalarType dtype`, a float type of lower precision than x's: rngx_sround_pair)
 //   kernel  the C name: rngx_<kernel>_params (the arguments' checks and derivation) and the element functions
 //           rngx_<kernel>_element_<dtype> in kernels/elements.h; the generated rngx_<kernel> (kernels/ops.h) and
 //           rngx_cuda_<kernel> (kernels/ops_cuda.h)
 //   params  the C parameters between state and the dtype, args their names, schema their text in the schema
 //   words   stream words per element (docs/stream.md): for the float kinds by output dtype (float16, bfloat16,
-//           float32, float64); for DTYPE_INT (k, narrow, wide): k words while the range (rngx_params.range) is
+//           float32, float64), for DTYPE_ROUND by x's dtype in that order; for DTYPE_INT (k, narrow, wide): k words
+//           while the range (rngx_params.range) is
 //           at most narrow, and an int64 output above it wide words (the element rngx_<kernel>_element_b64_wide)
 //   form    ELEMENTS (each element its own words) or PAIRS (elements 2p and 2p + 1 share pair p's 2 * words,
 //           rngx_<kernel>_pair_<dtype>)
@@ -41,6 +43,8 @@
     (2, 0x100000000, 4), ELEMENTS, FUSED)                                                                         \
   X(exponential, like, DTYPE_OPTIONAL, exponential, (double rate), (rate), "float rate", (1, 1, 1, 2), ELEMENTS,  \
     NOT_FUSED)                                                                                                    \
+  X(stochastic_round, x, DTYPE_ROUND, sround, (bool saturate), (saturate), "bool saturate", (1, 1, 1, 2),         \
+    ELEMENTS, FUSED)                                                                                              \
   RNGX_EDGE_SAMPLERS(X)
 
 // Issue 43's samplers, which torch_rngx.mode routes torch's calls to: alpha dropout with torch's affine in its
@@ -114,6 +118,7 @@
 #define RNGX_DTYPE_SCHEMA_DTYPE_OPTIONAL ", ScalarType? dtype=None"
 #define RNGX_DTYPE_SCHEMA_DTYPE_FIRST ""
 #define RNGX_DTYPE_SCHEMA_DTYPE_INT ", ScalarType dtype"
+#define RNGX_DTYPE_SCHEMA_DTYPE_ROUND ", ScalarType dtype"
 #define RNGX_SAMPLER_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused)                      \
   #name "(Tensor " #first ", Tensor state, " schema RNGX_DTYPE_SCHEMA_##out ", " RNGX_VIEW ") -> Tensor"
 #define RNGX_FUSED_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused)                       \

@@ -98,9 +98,11 @@ def pytest_configure(config):
 
 
 # The modules that take longest, heaviest first (141, 63, 53, 38 and 35 s of a worker in `make test` on the AVX2
-# EPYC). xdist's loadfile hands each worker the next whole module in collection order, so a long module collected
-# last leaves the other worker idle for its length; started first, they run beside the short ones.
-SLOWEST_FIRST = ["test_opcheck_all.py", "test_training.py", "test_third_party.py", "test_compile.py", "test_aoti.py"]
+# EPYC; test_data.py 80 s alone on a loaded 2-core Xeon, 37 s of CPU). xdist's loadfile hands each worker the next
+# whole module in collection order, so a long module collected last leaves the other worker idle for its length;
+# started first, they run beside the short ones.
+SLOWEST_FIRST = ["test_opcheck_all.py", "test_training.py", "test_data.py", "test_third_party.py", "test_compile.py",
+                 "test_aoti.py"]
 
 
 def pytest_collection_modifyitems(items):

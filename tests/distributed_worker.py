@@ -279,6 +279,77 @@ def plain_global_view(rank, world, dim):
         failures.append("global view: generator end state differs from the single-process run")
 
 
+# stochastic_round on 1, 2 and 4 ranks (issue 44): every (input, target) pair and the optimizer's rounding.
+ROUND_PLACEMENTS = [[Shard(0)], [Shard(1)], [Replicate()]]
+ROUND_PAIRS = [(src, dst) for src in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+               for dst in (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2)
+               if torch.finfo(dst).eps > torch.finfo(src).eps]
+
+
+def gatherable_bits(t):
+    """t's bit patterns in a dtype gloo gathers: uint8 for float8, int32 for the 16-bit types (gloo has no int16)."""
+    b = bits_of(t)
+    return b.int() if b.dtype == torch.int16 else b
+
+
+def check_bits(name, got, want, mesh, placements):
+    """check() through the bit patterns: gloo gathers no float8 tensor, so each rank's block is viewed as integers
+    before full_tensor()."""
+    if not isinstance(got, DTensor):
+        failures.append(f"{name}: not a DTensor")
+        return
+    local = gatherable_bits(got.to_local())
+    as_bits = DTensor.from_local(local, mesh, got.placements, run_check=False, shape=got.shape, stride=got.stride())
+    check(name, as_bits, gatherable_bits(want), mesh, placements)
+    if got.dtype != want.dtype:
+        failures.append(f"{name}: dtype {got.dtype}, not {want.dtype}")
+
+
+def rounding(mesh, pl, tag):
+    full, key = data() * torch.logspace(-10, 3, SHAPE[-1]), F.key(31)  # from the float8 subnormals to past 448
+    x = spread(full, mesh, pl)
+
+    def stateless():
+        for src, dst in ROUND_PAIRS:
+            for saturate in (False, True):
+                name = f"{tag} stochastic_round {src}->{dst} saturate={saturate}"
+                check_bits(name, F.stochastic_round(x.to(src), key, dst, saturate),
+                           F.stochastic_round(full.to(src), key, dst, saturate), mesh, pl)
+
+    def stateful():
+        g, ref = torch_rngx.Generator(6), torch_rngx.Generator(6)
+        for src, dst in ((torch.float32, torch.bfloat16), (torch.float64, torch.float8_e4m3fn)):  # 1 and 2 words
+            check_bits(f"{tag} stateful stochastic_round {src}->{dst}",
+                       torch_rngx.stochastic_round(x.to(src), dst, generator=g),
+                       torch_rngx.stochastic_round(full.to(src), dst, generator=ref), mesh, pl)
+        if not same(g.state, ref.state):
+            failures.append(f"{tag} stateful stochastic_round: end states differ")
+        compiled = torch.compile(lambda v, k: F.stochastic_round(v, k, torch.float8_e5m2, True), fullgraph=True)
+        check_bits(f"{tag} compiled stochastic_round", compiled(x, key),
+                   F.stochastic_round(full, key, torch.float8_e5m2, True), mesh, pl)
+
+    def optimizer():
+        """A bfloat16 weight sharded as a DTensor, the same gradients as the whole one: AdamW with stochastic rounding
+        gives the weights (and float32 moments) of the single-process run on the whole weight."""
+        whole = torch.nn.Parameter(full.bfloat16())
+        sharded = torch.nn.Parameter(spread(full.bfloat16(), mesh, pl))
+        opts = [torch.optim.AdamW([p], lr=1e-2, weight_decay=0.1) for p in (whole, sharded)]
+        for opt in opts:
+            torch_rngx.optim.stochastic_rounding(opt, seed=99)
+        for step in range(3):
+            grad = data(seed=10 + step).bfloat16()
+            whole.grad, sharded.grad = grad, spread(grad, mesh, pl)
+            for opt in opts:
+                opt.step()
+            check_bits(f"{tag} optimizer step {step}", sharded.detach(), whole.detach(), mesh, pl)
+        check(f"{tag} optimizer exp_avg", opts[1].state[sharded]["exp_avg"], opts[0].state[whole]["exp_avg"], mesh,
+              pl)
+
+    case(f"{tag} stochastic_round", stateless)
+    case(f"{tag} stochastic_round stateful and compiled", stateful)
+    case(f"{tag} stochastic_round optimizer", optimizer)
+
+
 def main():
     suite, rank, world, mesh_shape, init_file = sys.argv[1:6]
     rank, world = int(rank), int(world)
@@ -296,6 +367,9 @@ def main():
     elif suite == "compiled":
         for pl in COMPILED_PLACEMENTS[mesh.ndim]:
             compiled(mesh, pl, f"mesh {mesh_shape} {pl}")
+    elif suite == "rounding":
+        for pl in ROUND_PLACEMENTS:
+            rounding(mesh, pl, f"mesh {mesh_shape} {pl}")
     elif suite == "mode":
         for pl in COMPILED_PLACEMENTS[mesh.ndim]:
             routed(mesh, pl, f"mesh {mesh_shape} {pl}")

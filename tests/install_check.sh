@@ -36,7 +36,8 @@ import os
 import re
 import sys
 
-quick_start = re.search(r"^## Quick start\n+```python\n(.*?)^```", open(sys.argv[1]).read(), re.S | re.M).group(1)
+quick_start = re.search(r"^## Quick start\n+(?:<!--.*-->\n)?```python\n(.*?)^```", open(sys.argv[1]).read(),
+                        re.S | re.M).group(1)
 exec(compile(quick_start, "README.md, Quick start", "exec"))
 
 import torch
@@ -49,6 +50,24 @@ assert not any(n.startswith("_C_cuda") for n in os.listdir(here)), os.listdir(he
 assert "torch_rngx._C_cuda" not in sys.modules
 print("quick start ran on torch", torch.__version__, "with", torch_rngx._C.__file__)
 PY
+echo "== the wheel pip built carries LICENSE, and the metadata its license, version and URLs"
+"$py" - <<'PY'
+from importlib.metadata import distribution, version
+
+import torch_rngx
+
+dist = distribution("torch-rngx")
+licenses = [f for f in dist.files if f.name == "LICENSE"]
+assert licenses and "BSD 3-Clause License" in licenses[0].read_text(), dist.files
+assert dist.metadata["License-Expression"] == "BSD-3-Clause", dist.metadata["License-Expression"]
+assert version("torch-rngx") == torch_rngx.__version__, (version("torch-rngx"), torch_rngx.__version__)
+assert any(u.startswith("Changelog, ") for u in dist.metadata.get_all("Project-URL")), dist.metadata.get_all("Project-URL")
+print("LICENSE at", licenses[0], "; version", torch_rngx.__version__)
+PY
+echo "== python -m torch_rngx and --json: the bug report's fields and the self-check (exit status 1 on a failure)"
+"$py" -m torch_rngx
+"$py" -m torch_rngx --json > "$work/report.json"
+"$py" -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['ok'] and r['build']['torch'], r" "$work/report.json"
 lib=$("$py" -c "import torch_rngx; print(torch_rngx._C.__file__)")
 if readelf -d "$lib" | grep -i "NEEDED.*cuda"; then
   echo "$lib links CUDA"; exit 1

@@ -39,6 +39,14 @@ def _probs(x):
     return x.detach().abs().reshape(-1, x.shape[-1]) + 0.01
 
 
+def _lower(x, fp8=False):
+    """A target of stochastic_round below x's dtype: bfloat16 or float16, or with fp8 a float8 type."""
+    if fp8:
+        return torch.float8_e5m2 if x.dtype in (torch.float16, torch.float64) else torch.float8_e4m3fn
+    return {torch.float16: torch.bfloat16, torch.bfloat16: torch.float8_e5m2, torch.float64: torch.float16}.get(
+        x.dtype, torch.bfloat16)
+
+
 def _trunc_normal_(x, generator):
     return torch_rngx.nn.init.trunc_normal_(torch.empty_like(x), 0.0, 1.0, -1.0, 2.5, generator=generator)
 
@@ -81,6 +89,14 @@ ROWS = {
                         lambda x, g, **v: torch_rngx.randint_like(x, -2**40, 2**41, generator=g, dtype=torch.int64, **v)),
     "exponential": Row("exponential", lambda x, k, **v: F.exponential(x, k, 1.5, **v),
                        lambda x, g, **v: torch_rngx.exponential_like(x, 1.5, generator=g, **v)),
+    "stochastic_round": Row("stochastic_round", lambda x, k, **v: F.stochastic_round(x, k, _lower(x), **v),
+                            lambda x, g, **v: torch_rngx.stochastic_round(x, _lower(x), generator=g, **v),
+                            differentiable=True),
+    "stochastic_round_float8": Row("stochastic_round",  # x * 300: past float8_e4m3fn's 448, saturated
+                                   lambda x, k, **v: F.stochastic_round(x * 300, k, _lower(x, True), True, **v),
+                                   lambda x, g, **v: torch_rngx.stochastic_round(x * 300, _lower(x, True), generator=g,
+                                                                                 saturate=True, **v),
+                                   differentiable=True),
     # issue 43's: normal with tensor mean and std (from x's values), rrelu, cauchy, log_normal, geometric
     # mean and std exact functions of x's values (a block of x gives the block of each)
     "normal_tensor": Row("normal_tensor", lambda x, k, **v: F.normal(x, k, x.detach(), x.detach().abs(), **v),

@@ -637,3 +637,60 @@ def geometric_ref(shape, state, dtype, p):
     v = np.ceil(exponential_e(element_words(shape, state, _k(dtype)), dtype) / lam)
     with np.errstate(over="ignore"):
         return round_to_bits(v if dtype == "float64" else v.astype(np.float32), dtype)
+
+
+# ---- stochastic_round (docs/stream.md, "stochastic_round"): exact rationals on Python ints --------------------
+
+# target: (m, emin, MAX, OVER or None, bits at and past OVER, NaN bits, sign bit, ml_dtypes name)
+SROUND_TARGETS = {
+    "bfloat16": (7, -126, (2 - 2.0**-7) * 2.0**127, (2 - 2.0**-8) * 2.0**127, 0x7F80, 0x7FC0, 0x8000, "bfloat16"),
+    "float16": (10, -14, 65504.0, 65520.0, 0x7C00, 0x7E00, 0x8000, "float16"),
+    "float8_e4m3fn": (3, -6, 448.0, None, None, 0x7F, 0x80, "float8_e4m3fn"),
+    "float8_e5m2": (2, -14, 57344.0, 61440.0, 0x7C, 0x7F, 0x80, "float8_e5m2"),
+}
+
+
+def _target_bits(v, to):
+    """A value the target holds (a float64, >= 0) as the target's bits, through ml_dtypes' conversion (exact here,
+    so its rounding never acts)."""
+    import ml_dtypes
+
+    np_dtype = np.float16 if to == "float16" else getattr(ml_dtypes, SROUND_TARGETS[to][7])
+    out = np.array([v], dtype=np.float64).astype(np.float32).astype(np_dtype)
+    assert float(out[0]) == v, (v, to)
+    return int(out.view(np.uint16 if out.itemsize == 2 else np.uint8)[0])
+
+
+def stochastic_round_ref(x, state, from_dtype, to, saturate=False):
+    """x: the inputs (float64 values, each exact in from_dtype; NaN and infinities allowed), the output's shape.
+    Returns the target's bit patterns (uint16, or uint8 for the float8 types), steps 1-4 of the spec."""
+    from fractions import Fraction
+
+    m, emin, top, over, over_bits, nan_bits, sign_bit, _ = SROUND_TARGETS[to]
+    k = 2 if from_dtype == "float64" else 1
+    R = 32 * k
+    x = np.asarray(x, dtype=np.float64)
+    w = element_words(x.shape, state, k)
+    out = []
+    for v, ws in zip(x.reshape(-1).tolist(), w.tolist()):
+        u = ws[0] if k == 1 else (ws[0] << 32) | ws[1]
+        sign = sign_bit if math.copysign(1.0, v) < 0 else 0
+        a = abs(v)
+        if math.isnan(v):
+            mag = nan_bits
+        elif a > top and saturate:
+            mag = _target_bits(top, to)
+        elif a > top:
+            with np.errstate(over="ignore"):
+                f = float(np.float32(a))
+            mag = over_bits if over is not None and f >= over else _target_bits(top, to)
+        elif a == 0:
+            mag = 0
+        else:
+            e = math.frexp(a)[1] - 1  # floor(log2 |x|): frexp gives |x| = f 2^E, f in [1/2, 1)
+            q = Fraction(2) ** (max(e, emin) - m)
+            lo = (Fraction(a) // q) * q
+            F = math.floor((Fraction(a) - lo) * 2**R / q)
+            mag = _target_bits(float(lo + q if u < F else lo), to)
+        out.append(sign | mag)
+    return np.array(out, dtype=np.uint16 if to in ("bfloat16", "float16") else np.uint8).reshape(x.shape)

@@ -56,13 +56,22 @@ class TestGenerator:
 
 
 def test_version():
-    """0.3.0 carries stream 1.0, final (docs/stream.md, tests/kat/stream-1.0.json); pyproject.toml and stream.md's
-    opening say the same."""
+    """0.3.0 carries stream 1.0, final (docs/stream.md, tests/kat/stream-1.0.json). The version is set once
+    (torch_rngx/_version.py): the installed metadata says the same, and CHANGELOG.md has its section with the stream;
+    stream.md's opening says the same."""
     import os
     import re
+    from importlib.metadata import version
+
+    from torch_rngx import _version
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assert version("torch-rngx") == torch_rngx.__version__ == _version.__version__ == "0.3.0"
+    assert _version.STREAM == "1.0"
     with open(os.path.join(root, "pyproject.toml")) as f:
-        assert re.search(r'^version = "(.*)"$', f.read(), re.M).group(1) == torch_rngx.__version__ == "0.3.0"
+        assert not re.search(r"^version = \"", f.read(), re.M), "the version is set in torch_rngx/_version.py only"
+    with open(os.path.join(root, "CHANGELOG.md")) as f:
+        section = f.read().split(f"\n## [{torch_rngx.__version__}] - ", 1)[1].split("\n## ", 1)[0]
+    assert f"**Stream {_version.STREAM}**" in section.split("\n\n")[1], "the release's first line names its stream"
     with open(os.path.join(root, "docs", "stream.md")) as f:
         opening = " ".join(f.read().split("\n## ")[0].split())
     assert opening.startswith("# The torch-rngx stream, version 1.0 ") and "release candidate" not in opening

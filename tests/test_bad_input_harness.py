@@ -1,6 +1,8 @@
 """Bad input, broadly: every public function and every raw torch.ops.rngx op, called with each wrong kind of
-argument, raises a clear exception that names the argument, and leaves every state tensor as it was. A state
-is an int64 or uint64 tensor (*B, 2); batched states must broadcast to the output (docs/stream.md).
+argument, raises a clear exception that names the argument, and leaves every state as it was: the state tensors it
+was given, the Generators it draws from, and torch's default generator (which every call with generator=None draws
+its seed from). A state is an int64 or uint64 tensor (*B, 2); batched states must broadcast to the output
+(docs/stream.md).
 
 The calls run in a child process (this file, run as a script), so a segfault or abort fails its case instead
 of killing the test run: the parent restarts the child after the case that died and carries on.
@@ -533,6 +535,59 @@ def cases():
         s = good_state()
         add(f"ops.race[{kind}]", lambda w=w, d=draws, n=need, s=s: ops.race(w, s, d, n), (name,), RAW, [s])
 
+    # ---- a stream to draw from, watched: a refused stateful call moves no Generator, nn.RNG or module stream ----
+    # (the calls above draw from torch's generator, which _check watches for every case)
+    streams = {"Generator": lambda: torch_rngx.Generator(3), "nn.RNG": lambda: torch_rngx.nn.RNG(3)}
+    draws_like = {
+        "rand_like": lambda x, g: torch_rngx.rand_like(x, generator=g),
+        "uniform_like": lambda x, g: torch_rngx.uniform_like(x, -1.0, 1.0, generator=g),
+        "randn_like": lambda x, g: torch_rngx.randn_like(x, generator=g),
+        "normal_like": lambda x, g: torch_rngx.normal_like(x, 1.0, 2.0, generator=g),
+        "bernoulli_like": lambda x, g: torch_rngx.bernoulli_like(x, 0.5, generator=g),
+        "exponential_like": lambda x, g: torch_rngx.exponential_like(x, generator=g),
+        "quantize": lambda x, g: torch_rngx.quantize(x, generator=g),
+        "dropout": lambda x, g: torch_rngx.dropout(x, 0.5, generator=g),
+        "dropout2d": lambda x, g: torch_rngx.dropout2d(x, 0.5, generator=g),
+        "alpha_dropout": lambda x, g: torch_rngx.alpha_dropout(x, 0.5, True, generator=g),
+        "nn.Dropout": lambda x, g: torch_rngx.nn.Dropout(0.5, generator=g)(x),
+        "nn.init.trunc_normal_": lambda x, g: torch_rngx.nn.init.trunc_normal_(x, generator=g),
+        "multinomial": lambda x, g: torch_rngx.multinomial(x, 1, generator=g),
+    }
+    for fname, call in draws_like.items():
+        argname = {"nn.init.trunc_normal_": "tensor", "multinomial": "input"}.get(fname, "input" if "drop" in fname
+                                                                                  or fname == "nn.Dropout" else "x")
+        for kind in ("int32", "complex64", "sparse", "nested", "65_dims", "list"):
+            for sname, make in streams.items():
+                g = make()
+                add(f"{fname}[x={kind},generator={sname}]", lambda call=call, m=BAD_XS[kind], g=g: call(m(), g),
+                    (argname,), PUBLIC, [g.state])
+    # What torch refuses to write in place (its messages), and a NaN weight: refused before the key is drawn.
+    leaf = lambda: torch.ones(2, 3, 4, 4, requires_grad=True)  # noqa: E731
+    expanded = lambda: torch.ones(1, 3, 1, 1).expand(2, 3, 4, 4)  # noqa: E731
+    in_place = {
+        "dropout": lambda x, g: torch_rngx.dropout(x, 0.5, inplace=True, generator=g),
+        "dropout2d": lambda x, g: torch_rngx.dropout2d(x, 0.5, inplace=True, generator=g),
+        "alpha_dropout": lambda x, g: torch_rngx.alpha_dropout(x, 0.5, True, inplace=True, generator=g),
+        "feature_alpha_dropout": lambda x, g: torch_rngx.feature_alpha_dropout(x, 0.5, True, True, generator=g),
+        "nn.Dropout": lambda x, g: torch_rngx.nn.Dropout(0.5, inplace=True, generator=g)(x),
+        "nn.init.trunc_normal_": lambda x, g: torch_rngx.nn.init.trunc_normal_(x, generator=g),
+    }
+    for fname, call in in_place.items():
+        refusals = {"expanded": (expanded, "written-to tensor"), "leaf": (leaf, "leaf Variable"),
+                    "leaf_view": (lambda: leaf()[1:], "leaf Variable")}
+        for kind, (make_x, says) in refusals.items():
+            if fname == "nn.init.trunc_normal_" and kind != "expanded":
+                continue  # torch's nn.init fills under no_grad: a leaf that requires grad is its usual target
+            for sname, make in {**streams, "none": lambda: None}.items():
+                g = make()
+                add(f"{fname}[inplace,x={kind},generator={sname}]", lambda call=call, m=make_x, g=g: call(m(), g),
+                    (says,), (RuntimeError,), [] if g is None else [g.state])
+    for sname, make in streams.items():
+        g = make()
+        add(f"multinomial[input=nan,generator={sname}]",
+            lambda g=g: torch_rngx.multinomial(torch.tensor([1.0, math.nan]), 1, generator=g), ("input",), PUBLIC,
+            [g.state])
+
     # ---- blocks_used, the take_ step and seed_state ----
     for kind, n in {"negative": -1, "float": 1.5, "bool": True, "none": None, "str": "3"}.items():
         add(f"blocks_used[numel={kind}]", lambda n=n: torch_rngx.blocks_used(n, torch.float32), ("numel",))
@@ -554,6 +609,7 @@ def cases():
 def _check(case):
     """None when the case behaved, else what went wrong."""
     before = [t.detach().clone() for t in case.watch]
+    torch_before = torch.default_generator.get_state()
     try:
         case.fn()
     except case.exc as e:
@@ -568,6 +624,8 @@ def _check(case):
     for t, b in zip(case.watch, before):
         if not _same(t.detach(), b):
             return "a state tensor changed"
+    if not torch.equal(torch.default_generator.get_state(), torch_before):
+        return "torch's generator moved"
     return None
 
 
@@ -630,6 +688,10 @@ def _selftest_cases():
     def crash():
         os.abort()
 
+    def draws_from_torch():
+        torch.rand(1)
+        raise ValueError("p must be a probability")
+
     return [
         Case("good", lambda: F.dropout(x32(), s, 2.0), ("p",), PUBLIC, [s]),
         Case("crash", crash, ("x",)),
@@ -637,6 +699,7 @@ def _selftest_cases():
         Case("vague", lambda: F.dropout(x32(), s, 2.0), ("half",), PUBLIC, [s]),
         Case("wrong_type", lambda: F.dropout(x32(), s, 2.0), ("p",), (TypeError,), [s]),
         Case("clobbers_state", clobber, ("state",), PUBLIC, [s]),
+        Case("moves_torchs_generator", draws_from_torch, ("p",)),
         Case("after_crash", lambda: F.dropout(x32(), s, -1.0), ("p",), PUBLIC, [s]),
     ]
 
@@ -649,6 +712,7 @@ def test_harness_catches_crashes_and_bad_behaviour():
     assert "does not name" in r["vague"]
     assert "expected one of" in r["wrong_type"]
     assert r["clobbers_state"] == "a state tensor changed"
+    assert r["moves_torchs_generator"] == "torch's generator moved"
 
 
 # ---- the limits above are tight: what is just inside them still works, in-process and with finite values ----

@@ -105,6 +105,21 @@ def test_randint_int64_takes_two_words_up_to_a_range_of_2_to_the_32(low, high, k
         assert torch.equal(drawn, F.randint(x, make_state(23, 0), low, high))
 
 
+@pytest.mark.parametrize("low,high,k", [(-500, 500, 2), (-2**39, 2**40 + 7, 4)])
+@pytest.mark.parametrize("start", [2**62 - 8, 2**62, 3 * 2**61 + 2, 2**63 - 18])
+@ONE_KEY_FOR_ALL
+def test_randint_int64_at_global_index_2_to_the_62_and_past(low, high, k, start):
+    """Element j's words start at word k j: with 4 words, past 2^64 from j = 2^62 on. They lie in block offset +
+    k j / 4 (modulo 2^64), so a block of the global tensor at `start` (even) is the call at index 0 with the offset
+    moved by k start / 4 (issue 43, item 8). The raw op takes a global tensor of up to 2^63 - 1 elements; the public
+    functions, one whose int64 storage fits in 2^63 bytes."""
+    like, whole = torch.empty(16, dtype=torch.int64), [2**63 - 1]
+    shifted = make_state(0x1234, (5 + k * start // 4) % 2**64)
+    want = randint_ref(like.shape, np_state(shifted), "int64", low, high)
+    raw = torch.ops.rngx.randint(like, make_state(0x1234, 5), low, high, torch.int64, whole, [start])
+    np.testing.assert_array_equal(raw.numpy(), want)
+
+
 @ONE_KEY_FOR_ALL
 def test_batched_states_give_each_slice_its_key():
     keys = torch.stack([make_state(11 + i, 3 * i) for i in range(4)]).view(4, 1, 1, 2)

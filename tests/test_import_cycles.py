@@ -7,20 +7,21 @@ PACKAGE = Path(__file__).resolve().parent.parent / "torch_rngx"
 # Lowest first. A call goes down them: a public function (_stateful, functional) checks its arguments (_checks), takes
 # its route (_router), whose autograd.Functions (_functions) and Generator step (_step) sit on the op spec (_spec).
 LAYERS = [
-    {"_torch", "_library"},
+    {"_torch", "_library", "_version", "_deferred"},
     {"_checks", "_replay", "_reuse", "_random_ops"},
     {"_spec", "params", "debug"},
     {"_step", "triton"},
     {"_functions", "distributed", "testing"},
     {"_ops", "_router"},
     {"functional"},
-    {"generator"},
+    {"generator", "optim"},
     {"_stateful", "_init"},
     {"_mode_workers"},
     {"_mode_rnn"},
     {"_mode_routes"},
     {"_mode"},
-    {"nn"},
+    {"nn", "data"},
+    {"__main__"},
 ]
 
 

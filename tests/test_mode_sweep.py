@@ -203,3 +203,16 @@ def test_the_sweep_covers_torchs_random_functions():
             "torch.Tensor.log_normal_", "torch.Tensor.geometric_", "torch.rrelu", "torch.rrelu_"} <= routed
     assert {"torch._standard_gamma", "torch.poisson", "torch.binomial",
             "torch._scaled_dot_product_flash_attention"} <= reported
+
+
+def test_the_public_lists_name_each_function_by_what_the_mode_does():
+    """torch_rngx.routed_names(), transparent_names() and uncovered_names() (guarantees.md and mode's docstring name
+    the last) are public, disjoint, and hold each function the sweep finds under the name the mode gives it."""
+    lists = {"route": torch_rngx.routed_names(), "through": torch_rngx.transparent_names(),
+             "random": torch_rngx.uncovered_names()}
+    routed, through, uncovered = (set(v) for v in lists.values())
+    assert not (routed & through or routed & uncovered or through & uncovered)
+    for name, (func, _) in BINDINGS.items():
+        kind, _, table_name, _ = torch_rngx._mode._KIND[func]
+        assert table_name in lists[kind], name
+    assert {"torch.rand_like", "torch.nn.init.trunc_normal_"} <= routed and "torch.poisson" in uncovered

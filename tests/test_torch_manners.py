@@ -66,6 +66,14 @@ def test_randint_like_takes_torchs_one_bound_form():
         torch_rngx.randint_like(x, 0)  # [0, 0) is empty
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.uint8, torch.int64, torch.bool])
+def test_randint_like_returns_xs_dtype_as_torch(dtype):
+    """As torch.randint_like: x's dtype unless dtype= says otherwise (README's tour once said int64)."""
+    x, high = torch.empty(50, dtype=dtype), 2 if dtype == torch.bool else 10
+    assert torch_rngx.randint_like(x, high).dtype == torch.randint_like(x, high).dtype == dtype
+    assert torch_rngx.randint_like(x, high, dtype=torch.int16).dtype == torch.int16
+
+
 class TestGeneratorLikeTorch:
     def test_has_torch_generators_methods(self):
         for name in ["manual_seed", "seed", "initial_seed", "get_state", "set_state", "get_offset", "set_offset",

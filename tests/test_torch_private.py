@@ -244,6 +244,44 @@ def test_module_hooks_are_called_by_torch():
     assert repr(outer[0]) == "Renamed()" and calls == [(["0.b"], "0.", 5)] and outer[0].b.tolist() == [1.0, 1.0]
 
 
+def test_dataloader_hooks_make_and_count_torchs_iterator():
+    """DataLoader.__iter__ asks _get_iterator (once per iterator, _reset after for persistent workers), whose iterator
+    counts the batches it delivers from 0 each epoch."""
+    made = []
+
+    class Loader(torch.utils.data.DataLoader):
+        def _get_iterator(self):
+            made.append(_torch.build_dataloader_iterator(self))
+            return made[-1]
+
+    assert _torch.DATALOADER_HOOKS == ("_get_iterator",)
+    loader = Loader(range(5), batch_size=2)
+    batches = iter(loader)
+    assert batches is made[0] and _torch.batches_yielded(batches) == 0
+    next(batches)
+    next(batches)
+    assert _torch.batches_yielded(batches) == 2 and [b.tolist() for b in batches] == [[4]]
+    assert _torch.batches_yielded(batches) == 3 and len(made) == 1
+
+
+def test_function_modes_set_aside_and_put_back():
+    seen = []
+
+    class Watch(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Watch() as outer, Watch():
+        with _torch.function_modes_set_aside():
+            torch.ones(1)
+            assert list(_torch.torch_function_modes()) == []
+        assert seen == [] and len(list(_torch.torch_function_modes())) == 2
+        assert list(_torch.torch_function_modes())[1] is outer
+        torch.ones(1)
+    assert seen == [torch.ones, torch.ones]  # the inner mode, then the outer one
+
+
 def test_own_buffer():
     m = torch.nn.Linear(2, 2)
     m.register_buffer("state", torch.zeros(2))

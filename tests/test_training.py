@@ -356,6 +356,28 @@ def test_load_state_dict_rejects_a_bad_state_buffer():
         Net().load_state_dict({**sd, "drop.rng_state": torch.zeros(2, dtype=torch.int32)})
 
 
+@pytest.mark.parametrize("assign", [False, True])
+@REUSES_KEYS
+def test_a_strided_state_buffer_loads_and_draws(assign):
+    """A saved stream that is a strided view (a [seed, offset] column of a bigger tensor): load_state_dict(assign=True)
+    makes the loaded value the buffer itself, which every draw then refused (issue 43, item 9). It loads as its
+    contiguous copy, and the modules draw as from the same position loaded by copy. A sparse one is refused."""
+    sd = Net().state_dict()
+    strided = {k: torch.stack([v, v + 7], dim=1)[:, 0] for k, v in sd.items() if k in ("rng.state", "drop.rng_state")}
+    assert not any(v.is_contiguous() for v in strided.values())
+    for v in strided.values():
+        v[1] = 5  # offset 5
+    loaded, plain = Net(), Net()
+    loaded.load_state_dict({**sd, **strided}, assign=assign)
+    plain.load_state_dict({**sd, **{k: v.contiguous() for k, v in strided.items()}})
+    x = torch.randn(4, 8)
+    assert torch.equal(loaded(x), plain(x))
+    assert torch.equal(loaded.drop.rng_state, plain.drop.rng_state) and loaded.drop.rng_state[1] > 5
+    assert torch.equal(torch_rngx.rand_like(x, generator=loaded.rng), torch_rngx.rand_like(x, generator=plain.rng))
+    with pytest.raises(ValueError, match="rng.state must be a dense"):
+        Net().load_state_dict({**sd, "rng.state": sd["rng.state"].to_sparse()}, assign=assign)
+
+
 @REUSES_KEYS
 def test_fold_in_gives_each_rank_its_own_streams():
     nets = [Net() for _ in range(2)]

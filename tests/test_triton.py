@@ -1,7 +1,9 @@
 """torch_rngx.triton's device functions equal our ops bit for bit (docs/device_api.md). They run under Triton's
 interpreter on the CPU (TRITON_INTERPRET=1, set in conftest.py before anything imports triton), which computes
 with NumPy: every float step there is an IEEE operation rounded to its type, as on the GPU with
-enable_fp_fusion=False (benchmarks/gpu_check.py runs the same kernels natively)."""
+enable_fp_fusion=False (benchmarks/gpu_check.py runs the same kernels natively). stochastic_round takes integer
+operations only."""
+import math
 import os
 import sys
 
@@ -14,6 +16,7 @@ from triton_draw import draw
 
 import torch_rngx.functional as F
 import torch_rngx.triton as rt
+from torch_rngx._checks import ROUND_TARGETS
 
 
 def same_bits(a, b):
@@ -189,3 +192,28 @@ def test_fused_example_names_bad_arguments():
         fused_dropout_add(x, torch.randn(6), x.double(), make_state(1, 0), 0.5)
     with pytest.raises(ValueError, match="p must be in"):
         fused_dropout_add(x, torch.randn(6), x, make_state(1, 0), -0.1)
+
+
+ROUND_PAIRS = [(src, dst) for src, dsts in ROUND_TARGETS.items() for dst in dsts]
+
+
+@pytest.mark.parametrize("saturate", [False, True])
+@pytest.mark.parametrize("src,dst", ROUND_PAIRS, ids=[f"{s}->{d}" for s, d in ROUND_PAIRS])
+def test_stochastic_round_equals_op(src, dst, saturate):
+    """Every (input, target) pair, on values from below the target's smallest subnormal to past its largest, with
+    the specials; one key and a global view with batched keys."""
+    fi = torch.finfo(dst)
+    g = torch.Generator().manual_seed(7)
+    scale = torch.logspace(math.log10(fi.smallest_normal * fi.eps) - 2, math.log10(fi.max) + 0.3, 50,
+                           dtype=torch.float64)
+    x = (torch.randn(3, 50, generator=g, dtype=torch.float64) * scale).to(src)
+    x[0, :6] = torch.tensor([0.0, -0.0, math.nan, math.inf, -math.inf, fi.max * 1.5], dtype=torch.float64).to(src)
+    op = "stochastic_round_saturate" if saturate else "stochastic_round"
+    for seed, offset in KEYS[:3]:
+        state = make_state(seed, offset)
+        out = draw(op, torch.empty(x.shape, dtype=dst), state, x=x)
+        same_bits(out, F.stochastic_round(x, state, dst, saturate))
+    keys = torch.stack([make_state(9 + i, 2**64 - 1 - i) for i in range(4)]).view(4, 1, 2)
+    block = draw(op, torch.empty(2, 40, dtype=dst), keys, x=x[1:, 5:45].contiguous(), global_shape=(4, 50),
+                 global_start=(1, 5))
+    same_bits(block, F.stochastic_round(x[1:, 5:45], keys, dst, saturate, global_shape=(4, 50), global_start=(1, 5)))

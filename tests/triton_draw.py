@@ -28,6 +28,8 @@ def _draw(out_ptr, x_ptr, state_ptr, view_ptr, params_ptr, n, OP: tl.constexpr, 
         v = rt.normal(seed, offset, j, params_ptr, DTYPE)
     elif OP == "noise":
         v = rt.quantize_noise(tl.load(x_ptr + i, mask=mask), seed, offset, j, params_ptr)
+    elif OP == "stochastic_round" or OP == "stochastic_round_saturate":
+        v = rt.stochastic_round(tl.load(x_ptr + i, mask=mask), seed, offset, j, DTYPE, OP != "stochastic_round")
     else:
         v = rt.dropout(tl.load(x_ptr + i, mask=mask), seed, offset, j, params_ptr)
     tl.store(out_ptr + i, v, mask=mask)
@@ -35,10 +37,11 @@ def _draw(out_ptr, x_ptr, state_ptr, view_ptr, params_ptr, n, OP: tl.constexpr, 
 
 def draw(op, out, state, x=None, params=None, block=64, global_shape=None, global_start=None, fusion=False):
     """Fills `out` (contiguous, on state's device) with OP's values: "bits32", "bits64", "uniform", "noise",
-    "dropout", "bernoulli" or "normal"; x (noise, dropout) in out's shape. fusion: Triton's enable_fp_fusion."""
+    "dropout", "bernoulli", "normal", "stochastic_round" or "stochastic_round_saturate" (x rounded to out's
+    dtype); x (noise, dropout, stochastic_round) in out's shape. fusion: Triton's enable_fp_fusion."""
     view = rt.view(out.shape, state, global_shape, global_start)
     n = out.numel()
-    dummy = torch.zeros(1, dtype=out.dtype, device=out.device)
+    dummy = torch.zeros(1, dtype=torch.float32 if out.element_size() == 1 else out.dtype, device=out.device)
     _draw[(triton.cdiv(n, block),)](out, dummy if x is None else x.contiguous(), state, view,
                                     dummy if params is None else params, n, OP=op, NDIM=out.dim(), BLOCK=block,
                                     enable_fp_fusion=fusion)

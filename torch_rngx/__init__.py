@@ -1,6 +1,7 @@
 """torch-rngx: counter-based (Philox4x32-10) random ops for PyTorch that compile whole and give bitwise
 the same values eager, compiled and exported, in any memory layout."""
 
+import importlib
 import os
 
 import torch
@@ -9,34 +10,40 @@ import torch
 from . import _library  # noqa: F401
 
 # isort: split
-from . import _ops, _stateful, debug, functional, nn, testing  # noqa: F401  (_ops: the ops' Python registrations)
-from ._mode import UncoveredRandomWarning, mode
+from . import _deferred, _ops, _stateful, data, debug, functional, nn, optim, testing  # noqa: F401  (_ops: the ops' registrations)
+from ._mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
 from ._replay import checkpoint_context
 from ._spec import ops  # noqa: F401  (torch.ops.rngx)
 from ._stateful import *  # noqa: F403  (the stateful functions, like torch's)
+from ._version import __version__ as __version__
 from .functional import blocks_used
 from .generator import Generator
 
 if torch.distributed.is_available():
-    # DTensor's dispatch rules for the rngx ops. torch._dynamo, which the package imports, has loaded DTensor
-    # already, and a compiled function could not import them on meeting its first DTensor.
-    from . import distributed  # noqa: F401
+    # DTensor's dispatch rules for the rngx ops, registered as soon as DTensor exists (now, or right after anyone
+    # imports torch.distributed.tensor, as torch.compile does before it traces): a compiled function could not
+    # import them on meeting its first DTensor, and eager code without DTensors does not pay for DTensor's import.
+    _deferred.after_import("torch.distributed.tensor", lambda: importlib.import_module("torch_rngx.distributed"))
 
 __all__ = [
     "Generator",
     "UncoveredRandomWarning",
     "blocks_used",
     "checkpoint_context",
+    "data",
     "debug",
     "functional",
     "include_dir",
     "mode",
     "nn",
+    "optim",
+    "routed_names",
     "testing",
+    "transparent_names",
+    "uncovered_names",
 ]
 __all__ += _stateful.__all__
-__all__.sort()  # the reference (docs/api.md) lists them in this order
-__version__ = "0.3.0"
+__all__.sort()  # the API reference lists them in this order
 
 
 def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modules stay reachable
@@ -44,7 +51,7 @@ def __dir__():  # the public names; `ops` (torch.ops.rngx) and the private modul
 
 
 def include_dir() -> str:
-    """No torch counterpart. The folder of the C/CUDA headers (docs/device_api.md), for
+    """No torch counterpart. The folder of the C/CUDA headers (docs: device_api/), for
     torch.utils.cpp_extension's include_dirs: `#include <torch_rngx/elements.h>` draws our stream in host or device
     code.
 

@@ -8,13 +8,14 @@ import warnings
 
 import torch
 
-from ._torch import peek_interpreter_stack
+from ._torch import peek_interpreter_stack, view_base
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
 STATE_DTYPES = (torch.int64, torch.uint64)
 MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
 _FLOATS = frozenset(FLOAT_DTYPES)
+_PLAIN = frozenset({torch.Tensor, torch.nn.Parameter, torch.nn.Buffer})  # no subclass whose storage is elsewhere
 NO_VIEW = (None, None)
 
 
@@ -35,7 +36,7 @@ def tensor(t, name):
 
 def state(s, name="state", shape=None):
     """A key [seed, offset] or a batch of them, shape (*B, 2), int64 or uint64. With `shape` (the output's), a
-    batched state must have one batch dim per output dim, each 1 or the output's size (docs/stream.md)."""
+    batched state must have one batch dim per output dim, each 1 or the output's size (docs: stream/)."""
     tensor(s, name)
     if s.dtype not in STATE_DTYPES:
         raise TypeError(f"{name} must be an int64 or uint64 tensor of [seed, offset] pairs, got dtype {s.dtype}")
@@ -69,6 +70,46 @@ def generator_state(s, name="state"):
     return s
 
 
+def writable(x, owner, name, recorded):
+    """An in-place write into x, checked before any key is drawn: never into the state the call draws from (owner, a
+    state tensor), which it would overwrite. For torch's generator (owner None), whose draw cannot be given back, also
+    what torch refuses to write, with torch's messages: with the write recorded (`recorded`: grad mode on), a leaf or a
+    view of a leaf that requires grad; an inference tensor outside inference mode; a tensor with elements that share
+    memory (a dim of stride 0). With a stream, torch's own refusal after the draw gives the blocks back (_step).
+    Plain eager only: a compiled call is checked when traced, before it draws; torch.func transforms check their own
+    writes."""
+    if torch.compiler.is_compiling() or peek_interpreter_stack() is not None:
+        return
+    if owner is not None:
+        if (
+            type(owner) in _PLAIN
+            and type(x) in _PLAIN
+            and x.untyped_storage().data_ptr() == owner.untyped_storage().data_ptr()
+        ):
+            raise ValueError(
+                f"{name} shares memory with the state the call draws from: writing it in place would overwrite the "
+                "stream's [seed, offset]"
+            )
+        return
+    if recorded and x.requires_grad:
+        if x.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = view_base(x)
+        if base is not None and base.is_leaf and base.requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if x.is_inference() and not torch.is_inference_mode_enabled():
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a "
+            "normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+        )
+    strides = x.stride()
+    if 0 in strides and any(st == 0 and n > 1 for n, st in zip(x.shape, strides)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )
+
+
 def int_dtype(dtype, name):
     if dtype not in INT_DTYPES:
         raise TypeError(f"{name} must be an integer dtype of 8 to 64 bits (not bool), got {dtype}")
@@ -99,7 +140,7 @@ def float_tensor(x, name="x"):
 
 
 def same_device(x, s, name="x"):
-    """x and state on one device, except that a CPU state holding one key also serves CUDA inputs (docs/cuda.md)."""
+    """x and state on one device, except that a CPU state holding one key also serves CUDA inputs (docs: cuda/)."""
     if s.device.type == "cpu" and x.device.type == "cuda":
         if s.dim() > 1 and s.numel() > 2:
             raise ValueError(f"a batched state for {name} on {x.device} must be on that device, got one on the CPU")
@@ -195,7 +236,7 @@ def round_to(v, dtype):
 
 def interval(low, high, dtype=None):
     """low <= high, all finite; for <= 32-bit dtypes low and high rounded to the dtype, and their difference in
-    float32 rounded to it, finite too: the numbers the kernels compute with (docs/stream.md, "uniform")."""
+    float32 rounded to it, finite too: the numbers the kernels compute with (docs: stream/, "uniform")."""
     if type(low) is not float or not -math.inf < low < math.inf:
         low = real(low, "low")
     if type(high) is not float or not -math.inf < high < math.inf:
@@ -282,7 +323,7 @@ def broadcasts(t, shape, name, target):
 
 
 def global_view(shape, global_shape, global_start):
-    """A global view (docs/stream.md, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
+    """A global view (docs: stream/, "Global view"): the tensor of `shape` is the block of a tensor of global_shape
     that starts at global_start. Returns both as lists, or (None, None) for no view."""
     if (global_shape is None) != (global_start is None):
         raise ValueError("global_shape and global_start go together: pass both or neither")
@@ -434,6 +475,36 @@ def dropout_input(x):
         or x.dim() > MAX_DIMS
     ):
         float_tensor(x, "input")
+
+
+# stochastic_round's targets by x's dtype: the float types of fewer mantissa bits (csrc/kernels/elements.h:
+# rngx_sround_pair). torch.finfo(target).eps > torch.finfo(x.dtype).eps for each.
+ROUND_TARGETS = {
+    torch.float16: (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.bfloat16: (torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.float32: (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2),
+    torch.float64: (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2),
+}
+_ROUND_TO = frozenset(ROUND_TARGETS[torch.float32])
+
+
+def x_round(x, key, saturate, dtype, global_shape=None, global_start=None, name="x"):
+    """stochastic_round's arguments, in the kernel's order: a float x; saturate a bool; a target dtype among
+    bfloat16, float16, float8_e4m3fn and float8_e5m2 of lower precision than x's. Returns saturate, dtype and the
+    view."""
+    view = float_x(x, key, global_shape, global_start, name)
+    if type(saturate) is not bool:
+        raise TypeError(f"saturate must be a bool, got {type(saturate).__name__}")
+    if dtype not in ROUND_TARGETS[x.dtype]:
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+        if dtype not in _ROUND_TO:
+            raise DtypeError(f"dtype must be bfloat16, float16, float8_e4m3fn or float8_e5m2, got {dtype}")
+        raise DtypeError(
+            f"dtype must be of lower precision than {name}'s dtype: {dtype} is not, for {name} of {x.dtype} (the "
+            f"targets of {x.dtype}: {', '.join(str(d).split('.')[1] for d in ROUND_TARGETS[x.dtype])})"
+        )
+    return saturate, dtype, *view
 
 
 def mean_std(mean, std, dtype, strict=False):

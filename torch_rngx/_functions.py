@@ -35,7 +35,7 @@ def _param_rows(info, dims, params):
 
 
 def _per_row(key, n, row_dims):
-    """The same key for each of n rows: a batched state (docs/stream.md) whose runs are the rows."""
+    """The same key for each of n rows: a batched state (docs: stream/) whose runs are the rows."""
     shape = (n, *([1] * row_dims), 2) if key.dim() == 1 else (n, *key.shape)
     return key.expand(shape).contiguous()
 

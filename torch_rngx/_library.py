@@ -4,7 +4,7 @@ to run.
 _C (every op schema and the CPU kernels) never links CUDA and loads under any torch build. _C_cuda (the CUDA
 kernels, linked against libtorch_cuda and the CUDA runtime) is loaded after it, and only under torch's CUDA build.
 A build without _C_cuda (torch's CPU build, or no CUDA toolkit at build time) is complete: CUDA tensors then have
-no rngx kernels (docs/cuda.md).
+no rngx kernels (docs: cuda/).
 """
 
 from __future__ import annotations

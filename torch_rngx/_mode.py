@@ -1,5 +1,5 @@
 """torch_rngx.mode: torch's own random functions, called by code you did not write, drawing from a torch_rngx
-stream (docs/guide.md, "Any model, unchanged"; the coverage table in docs/guarantees.md).
+stream (docs: guide/, "Any model, unchanged"; the coverage table in docs: guarantees/).
 
 A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
 in one table built from torch itself on first use (_prepare):
@@ -34,23 +34,23 @@ from types import FunctionType  # __torch_function__'s argument `types` hides th
 import torch
 import torch.nn.functional as TF
 
-from . import _mode_workers, _random_ops
+from . import _mode_rnn, _mode_workers, _random_ops, _torch
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
+from ._router import atomic
 from ._torch import (
     HigherOrderOperator,
-    NumpyWrapper,
     TorchDispatchMode,
     before_backends,
     builtin_namespaces,
     compiled_runtime_dirs,
-    comptime,
     dataloader_worker_loop,
     entry_function_modes,
     fake_mode_of,
     function_mode_base_enter,
     function_mode_base_exit,
     graph_fake_mode,
+    is_numpy_wrapper,
     never_a_compiled_frame,
     set_dataloader_worker_loop,
     show_to_function_modes,
@@ -138,6 +138,9 @@ def _prepare():
     with _prepared:
         if _KIND:
             return
+        # What needs torch._dynamo, done here rather than at import (_torch.py, "torch.compile").
+        never_a_compiled_frame(mode.__torch_function__.__code__)
+        _mode_rnn.prepare()
         names = _public_names()
         table: dict = {}
         functions = {f for fs in torch.overrides.get_overridable_functions().values() for f in fs}
@@ -187,23 +190,43 @@ def _classify(func, names):
 
 
 @functools.cache
-def routed_names() -> tuple:
-    """The public names of the torch functions the mode routes (ROUTES and nn.init.trunc_normal_)."""
+def routed_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch_rngx.mode routes: under the mode, a call of one
+    is the matching torch_rngx call on the mode's stream (docs: guarantees/, "torch_rngx.mode").
+
+    Example::
+
+        >>> "torch.rand_like" in torch_rngx.routed_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _ROUTE} | {_TRUNC}))
 
 
 @functools.cache
-def transparent_names() -> tuple:
-    """The public names of the torch functions written in Python that may draw and run with the mode kept on:
-    each random call they make is routed or reported."""
+def transparent_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions written in Python that may draw, which torch_rngx.mode
+    runs with itself kept on: each random call they make is routed or reported.
+
+    Example::
+
+        >>> "torch.nn.functional.multi_head_attention_forward" in torch_rngx.transparent_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _THROUGH}))
 
 
 @functools.cache
-def uncovered_names() -> tuple:
-    """The public names of the torch functions torch tags random that stay torch's under the mode (reported)."""
+def uncovered_names() -> tuple[str, ...]:
+    """No torch counterpart. The names of the torch functions torch tags random that stay torch's under
+    torch_rngx.mode: a call of one that draws is reported, by the mode's `uncovered`.
+
+    Example::
+
+        >>> "torch.poisson" in torch_rngx.uncovered_names()
+        True
+    """
     _prepare()
     return tuple(sorted({k[2] for k in _KIND.values() if k[0] == _RANDOM}))
 
@@ -217,7 +240,7 @@ _warned_lock = threading.Lock()
 def _message(name, reason):
     return (
         f"torch_rngx.mode: {name} is not routed and draws from torch's generator{reason}: its values are torch's, "
-        "and compiled code may differ from eager (docs/guarantees.md, 'torch_rngx.mode')"
+        "and compiled code may differ from eager (docs: guarantees/, 'torch_rngx.mode')"
     )
 
 
@@ -380,7 +403,7 @@ def _run_on_fakes(target, node, fake):
 def _unwrapped(target):
     """What a wrapper (functools.wraps, a partial, Dynamo's NumPy wrapper) wraps, innermost."""
     while True:
-        if isinstance(target, NumpyWrapper):
+        if is_numpy_wrapper(target):
             inner = target.f
         else:
             inner = getattr(target, "__wrapped__", None) or getattr(target, "func", None)
@@ -446,13 +469,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         generator: a torch_rngx.Generator or nn.RNG, shared with any other user of it.
             With neither, each call draws a seed from torch's default generator, so torch.manual_seed reproduces it.
         uncovered: what a random call that stays torch's does (Tensor.cauchy_, torch.poisson, F.rrelu in training,
-            any call given an explicit torch.Generator, a random op inside a C++ extension, ...; uncovered_names()
-            lists torch's functions): "warn" (once per function and process, an UncoveredRandomWarning naming it;
-            at trace time under torch.compile), "error" (RuntimeError) or "ignore".
+            any call given an explicit torch.Generator, a random op inside a C++ extension, ...;
+            torch_rngx.uncovered_names() lists torch's functions): "warn" (once per function and process, an
+            UncoveredRandomWarning naming it; at trace time under torch.compile), "error" (RuntimeError) or "ignore".
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
-    their own (docs/guide.md, "DataLoader workers").
+    their own (docs: guide/, "DataLoader workers").
 
     Example::
 
@@ -493,7 +516,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if torch.compiler.is_compiling():
                 uncovered = self.uncovered
                 if uncovered != "ignore":
-                    comptime(_unseen_traced)  # reads func and uncovered
+                    _torch.comptime(_unseen_traced)  # reads func and uncovered
                 return func(*args, **kwargs)
             kind = _LATER.get(func)
             if kind is None:
@@ -505,7 +528,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         how, what, name, op = kind
         if how == _ROUTE:
             if not isinstance(kwargs.get("generator"), torch.Generator):
-                out = what(self.generator, *args, **dict(kwargs))
+                # a route that raises after it drew (torch.nn.init's fill of an expanded tensor, attention's matmul
+                # on a value of the wrong shape) gives the mode's stream its blocks back, as any call does
+                out = atomic(owner_of(self.generator), 0, what, self.generator, *args, **dict(kwargs))
                 if out is not None:
                     return out
             return self._unrouted(func, name, op, args, kwargs)
@@ -535,13 +560,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             return self._watched(func, name, False, args, kwargs)
         uncovered = self.uncovered
         if uncovered != "ignore":
-            comptime(_mark_traced)
+            _torch.comptime(_mark_traced)
         if method is not None:
             out = method(*args, **kwargs)
         else:
             out = func(*args, **kwargs)
         if uncovered != "ignore":
-            comptime(_scan_traced)
+            _torch.comptime(_scan_traced)
         return out
 
     def _watched(self, func, name, quiet, args, kwargs):
@@ -559,7 +584,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if uncovered == "ignore":
             return
         if torch.compiler.is_compiling():
-            comptime(_report_traced)  # reads name, reason and uncovered
+            _torch.comptime(_report_traced)  # reads name, reason and uncovered
             return
         if not _compiled_code_running():  # a compiled graph's ops pass the mode too: reported when it was traced
             _report_now(name, reason, uncovered, _eager_site())
@@ -568,12 +593,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if torch.compiler.is_compiling():
             uncovered = self.uncovered
             if uncovered != "ignore":  # its graph is checked (_check_graph); and the table, as always
-                comptime(_prepare_traced)  # reads uncovered
+                _torch.comptime(_prepare_traced)  # reads uncovered
             else:
-                comptime(_prepare_table_traced)
+                _torch.comptime(_prepare_table_traced)
         else:
             _prepare()
-            if getattr(_here, "net", None) is None:
+            # no net under "ignore", which reports nothing: it would cost every aten op inside a Python call
+            if self.uncovered != "ignore" and getattr(_here, "net", None) is None:
                 self._net = _here.net = _Net(self).__enter__()
         _bind()
         return super().__enter__()
@@ -586,9 +612,6 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if self._net is not None:
                 net, self._net, _here.net = self._net, None, None
                 net.__exit__(None, None, None)
-
-
-never_a_compiled_frame(mode.__torch_function__.__code__)
 
 
 # ---- the eager net ----
@@ -627,7 +650,7 @@ class _Net(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-_COMPILED = compiled_runtime_dirs()
+_COMPILED = compiled_runtime_dirs()  # found, not imported
 
 
 def _compiled_code_running():
@@ -702,3 +725,14 @@ def _unbind():
         _entered -= 1
         if _entered == 0:
             _set_bindings(False)
+
+
+def _fresh_locks():
+    """In a forked child: a lock another thread of the parent held at the fork would stay held, with no thread to
+    release it. Each starts free (docs: guarantees/, "Threads")."""
+    global _prepared, _warned_lock, _bind_lock
+    _prepared, _warned_lock, _bind_lock = threading.Lock(), threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks)

@@ -49,7 +49,14 @@ def _by_layers(g, op, cells, head, hx, params, has_biases, layers, p, train, bid
     return (x, *(torch.cat([s[i] for s in states]) for i in range(cells)))
 
 
-_by_layers_eager = torch.compiler.disable(_by_layers)
+_by_layers_eager = _by_layers  # torch.compiler.disable(_by_layers) once prepare() ran
+
+
+def prepare():
+    """Run by torch_rngx.mode's first use, not at import: torch.compiler.disable imports torch._dynamo."""
+    global _by_layers_eager
+    if _by_layers_eager is _by_layers:
+        _by_layers_eager = torch.compiler.disable(_by_layers)
 
 
 RECURRENT = {

@@ -1,6 +1,6 @@
 """torch_rngx.mode's routes: torch's signature in, the matching torch_rngx call on the mode's generator out; None
 means "not ours, it stays torch's" (an explicit torch.Generator, out=, a layout we do not make). The table ROUTES
-is the list of routed torch functions in docs/guarantees.md; torch functions written in Python that draw only
+is the list of routed torch functions in docs: guarantees/; torch functions written in Python that draw only
 through these (nn.init's, fractional max pooling, multi-head attention) are run with the mode kept on
 (_random_ops.transparent) and need no route of their own."""
 
@@ -11,9 +11,11 @@ import math
 import torch
 import torch.nn.functional as TF
 
+from . import _checks
 from . import _stateful as rr
 from ._init import trunc_normal_ as _trunc_normal_
 from ._mode_rnn import RECURRENT
+from ._router import owner_of
 from ._torch import softmax_backward_data
 
 
@@ -161,6 +163,7 @@ def _in_place(fill):
     def route(g, self, *args, generator=None, **kwargs):
         if generator is not None:
             return None
+        _checks.writable(self, owner_of(g), "self", torch.is_grad_enabled())  # torch's refusals, before the draw
         values = fill(g, self, *args, **kwargs)
         if values is None:
             return None
@@ -283,6 +286,7 @@ def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
     weights = _softmax_of(scores, -1)
+    weights[..., :0, :] @ value  # value's shape, dtype and device refused (torch's matmul error) before the draw
     return rr.dropout(weights, dropout_p, generator=g) @ value
 
 

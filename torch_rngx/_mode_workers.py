@@ -1,4 +1,4 @@
-"""DataLoader workers under torch_rngx.mode (docs/guide.md, "DataLoader workers").
+"""DataLoader workers under torch_rngx.mode (docs: guide/, "DataLoader workers").
 
 A worker forked inside a mode would inherit it with a copy of its stream: every worker would draw the same numbers,
 epoch after epoch; a spawned one would start without it. While a mode is active, the workers' entry point is

@@ -1,5 +1,5 @@
 """Which torch calls draw random numbers, derived from torch itself, never from a list of ours (torch_rngx.mode's
-coverage: docs/guarantees.md, "torch_rngx.mode").
+coverage: docs: guarantees/, "torch_rngx.mode").
 
 - torch tags each of its random aten ops `nondeterministic_seeded` (aten::rand, bernoulli_, dropout, lstm,
   _standard_gamma, scaled_dot_product_attention, ...). A torch builtin (torch.X, Tensor.X, torch._C._nn.X) is the

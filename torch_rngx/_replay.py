@@ -1,4 +1,4 @@
-"""Activation checkpointing replays the draws of its region, so recomputation is exact (docs/training.md).
+"""Activation checkpointing replays the draws of its region, so recomputation is exact (docs: training/).
 
 torch.utils.checkpoint(use_reentrant=False), with or without a selective-checkpoint context_fn, runs a region
 again during backward. Its stateful torch_rngx calls would then draw again: a Generator (or a module's state)
@@ -32,7 +32,7 @@ _CANNOT_REPLAY = (
     "but it cannot be replayed here: {why}. Recomputing would draw new numbers and silently change the "
     "gradients. The exact recipes: eager, torch.utils.checkpoint.checkpoint(..., use_reentrant=False) without "
     "nesting; under torch.compile, checkpoint(..., use_reentrant=False, context_fn=torch_rngx.checkpoint_context), "
-    "which saves the draws; or pass keys explicitly through torch_rngx.functional (docs/training.md, "
+    "which saves the draws; or pass keys explicitly through torch_rngx.functional (docs: training/, "
     "'Activation checkpointing')."
 )
 
@@ -99,7 +99,7 @@ def checkpoint_context(policy: Optional[Callable[..., Any]] = None) -> tuple[Any
     torch.utils.checkpoint.checkpoint(..., use_reentrant=False): saves every torch_rngx draw
     (rngx::take_, rngx::seed_state) instead of recomputing it, and applies `policy` to the other ops. Eager
     checkpointing is exact without it (draws are journaled); under torch.compile it is what makes checkpointed
-    regions that draw exact (docs/training.md, "Activation checkpointing").
+    regions that draw exact (docs: training/, "Activation checkpointing").
 
     Args:
         policy (callable, optional): a selective-checkpoint policy, (ctx, op, *args, **kwargs) -> CheckpointPolicy;

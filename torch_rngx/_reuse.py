@@ -1,4 +1,4 @@
-"""The key-reuse checker behind torch_rngx.debug.key_reuse (docs/guide.md, "Catching key reuse").
+"""The key-reuse checker behind torch_rngx.debug.key_reuse (docs: guide/, "Catching key reuse").
 
 While a Checker is `active`, every keyed draw records the words it reads, as ranges of (seed, word 4 * offset + i):
 with an explicit key, per key (each row of a batched key, each key of a vmapped batch) the words of the elements
@@ -21,7 +21,8 @@ import warnings
 
 import torch
 
-from ._torch import comptime, current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
+from . import _torch
+from ._torch import current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
 
 active = None  # the Checker while one is on: the one flag every keyed draw tests
 
@@ -107,7 +108,7 @@ def _box_runs(shape, start, size):
 
 def key_runs(key_shape, shape, start, size):
     """(flat index of the key in the batched state, first element, end element) for each run that a call on the
-    block start..start+size of a tensor of `shape` draws (docs/stream.md, "Batched states", "Global view"); each
+    block start..start+size of a tensor of `shape` draws (docs: stream/, "Batched states", "Global view"); each
     key that a broadcast dim repeats is counted once."""
     batch = list(key_shape[:-1]) or [1] * len(shape)
     e = max((d + 1 for d, b in enumerate(batch) if b != 1), default=0)
@@ -144,6 +145,16 @@ class _Ranges:
         else:
             site = (site,)
         self.starts[lo:hi], self.ends[lo:hi], self.sites[lo:hi] = [a], [b], [site]
+
+    def remove(self, a, b):
+        """[a, b) cut out of the ranges that meet it; what is left of each keeps its sites."""
+        lo, hi = bisect.bisect_right(self.ends, a), bisect.bisect_left(self.starts, b)
+        starts, ends, sites = [], [], []
+        for s, e, site in zip(self.starts[lo:hi], self.ends[lo:hi], self.sites[lo:hi]):
+            for x, y in ((s, min(e, a)), (max(s, b), e)):
+                if x < y:
+                    starts.append(x), ends.append(y), sites.append(site)
+        self.starts[lo:hi], self.ends[lo:hi], self.sites[lo:hi] = starts, ends, sites
 
 
 class Checker:
@@ -189,13 +200,20 @@ class Checker:
             message = (
                 f"torch_rngx key reuse: {op} at {site} reads blocks [{a // 4}, {-(-b // 4)}) of seed {seed} "
                 f"(key [{seed}, {offset}]), which {', '.join(earlier)} already drew from. Draws from the same "
-                "words are correlated: derive a key per draw with split or fold_in (docs/guide.md, "
+                "words are correlated: derive a key per draw with split or fold_in (docs: guide/, "
                 "'Catching key reuse')."
             )
             if self.action == "raise":
                 raise KeyReuseError(message)
             warnings.warn(message, KeyReuseWarning, stacklevel=2)
         ranges.add(a, b, site)
+
+    def give_back(self, seed, offset, blocks):
+        """A call that raised gave back the blocks its step took (_step.give_back): they are no longer drawn."""
+        ranges = self.seeds.get(seed & _U64)
+        if ranges is not None:
+            offset &= _U64
+            ranges.remove(4 * offset, 4 * (offset + blocks))
 
     def forget(self, seed):
         """A stream restarted on purpose (manual_seed, set_state, load_state_dict): its earlier draws are over."""
@@ -205,7 +223,7 @@ class Checker:
 def traced(key, op):
     """Under torch.compile's trace: reports a key tensor (a graph node; its values are unknown) that feeds two
     draws of one graph. Elsewhere comptime is a no-op, and in the compiled code nothing is left of it."""
-    comptime(_note_traced)
+    _torch.comptime(_note_traced)
 
 
 def _note_traced(ctx):
@@ -223,7 +241,7 @@ def _note_traced(ctx):
         message = (
             f"torch_rngx key reuse (traced by torch.compile): {op} at {site} draws from the key tensor "
             f"{node.name!r}, which a draw at {earlier} in the same graph already drew from. Derive a key per "
-            "draw with split or fold_in (docs/guide.md, 'Catching key reuse')."
+            "draw with split or fold_in (docs: guide/, 'Catching key reuse')."
         )
         if checker.action == "raise":
             raise KeyReuseError(message)

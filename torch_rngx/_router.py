@@ -4,6 +4,7 @@
     draw(kind, x, generator, *params) -> out      the op with a key drawn now from `generator`
     key_for(x, generator, numel, dtype) -> key    a key drawn now for `numel` elements of `dtype`, for calls that
                                                   apply it in their own way (channel and alpha dropout, randperm, ...)
+    atomic(owner, numel, call, *args) -> out      call(*args), whose draws are given back if it raises
 
 kind: an op of _spec.SPECS, and params its arguments after the key, as its check returns them (ending with the
 global view). generator: None (a fresh seed from torch's default CPU generator), a Generator, an nn.RNG, or an Owned
@@ -25,7 +26,14 @@ import math
 
 import torch
 
-from . import _functions, _reuse, _spec, _step
+from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
+    _C,
+    _checks,
+    _functions,
+    _reuse,
+    _spec,
+    _step,
+)
 from ._spec import SPECS
 from ._torch import (
     AutoDispatchBelowAutograd,
@@ -54,13 +62,23 @@ STREAMS: set[type] = {Owned}
 _STREAM_ERROR = "generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, got {}"
 
 
+def full_name(cls):
+    """A class as its users write it: torch.Generator (not torch._C's), torch_rngx.Generator, builtins bare."""
+    module = {"torch._C": "torch", "builtins": ""}.get(cls.__module__, cls.__module__)
+    name = cls.__name__ if cls.__name__.startswith(("torch.", "torch_rngx.")) else cls.__qualname__
+    return f"{module}.{name}" if module and not name.startswith(module + ".") else name
+
+
 def owner_of(generator):
     """The state tensor a call with this generator advances; None for generator=None."""
     if generator is None or type(generator) in STREAMS:
         return None if generator is None else generator.state
     if any(isinstance(generator, cls) for cls in STREAMS):
         return generator.state
-    raise TypeError(_STREAM_ERROR.format(type(generator).__name__))
+    got = full_name(type(generator))
+    if isinstance(generator, torch.Generator):
+        got += " (torch's generator: torch_rngx draws from a torch_rngx.Generator(seed) or nn.RNG)"
+    raise TypeError(_STREAM_ERROR.format(got))
 
 
 # Per op, without Python between the call and the C++ dispatcher: the op, its fused form, its node's apply.
@@ -68,6 +86,7 @@ _KERNEL = {kind: bare_op(op.kernel.default) for kind, op in SPECS.items()}
 _FUSED = {kind: bare_op(op.fused_kernel.default) for kind, op in SPECS.items() if op.fused is not None}
 _NODE = {kind: function_apply(node) for kind, node in _functions.NODE.items()}
 _STEP = bare_op(torch.ops.rngx.step_.default)
+_STEPS_MADE = _C.steps_made
 # Words per element by (op, dtype, wide): wide for a range above randint's narrow one (_spec.Op.wide).
 _WORDS = {
     (kind, dtype, wide): op.words_per_element(dtype, _spec.RANDINT_NARROW + wide)
@@ -75,6 +94,7 @@ _WORDS = {
     for dtype in op.dtypes
     for wide in ((False, True) if op.wide else (False,))
 }
+_WORDS_BY_INPUT = frozenset(kind for kind, op in SPECS.items() if op.words_by_input)  # stochastic_round
 FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
 
 
@@ -96,32 +116,56 @@ def sample(kind, x, key, *params, reads=None):
 def draw(kind, x, generator, *params):
     owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
     d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
-    dtype = d if type(d) is torch.dtype else x.dtype
+    dtype = d if type(d) is torch.dtype and kind not in _WORDS_BY_INPUT else x.dtype  # _spec.words_dtype, inline
     numel = x.numel() if params[-2] is None else math.prod(params[-2])
     if torch.compiler.is_compiling():
         key = _step.key(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
         return _compiled(kind, x, key, params)
-    if peek_interpreter_stack() is not None:
-        return _functions.DRAW[kind].apply(x, owner, dtype, *params)[0]
     spec = SPECS[kind]
-    if _reuse.active is not None or top_saved_tensors_hooks(False) is not None or current_graph_task_id() != -1:
-        # the key-reuse checker, a checkpoint's journal or a backward pass: the step as graphs record it
-        return _eager(kind, x, _functions.drawn_key(owner, numel, dtype, kind, params), params)
-    if (  # a small CPU tensor with no gradient: the step (under the C++ lock) and the draw in one call
+    if (  # a small CPU tensor with no gradient: the step (under the C++ lock) and the draw in one call, which
+        # allocates before it steps, so it raises having drawn nothing
         spec.fused is not None
         and numel <= FUSED_MAX
         and params[-2] is None
         and x.is_cpu
+        and (owner is None or owner.is_cpu)
         and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
+        and peek_interpreter_stack() is None
+        and _reuse.active is None
+        and top_saved_tensors_hooks(False) is None
+        and current_graph_task_id() == -1
     ):
-        if owner is None:
-            return _FUSED[kind](_step.scratch_seed(), x, *params[:-2])
-        if owner.is_cpu:
-            return _FUSED[kind](owner, x, *params[:-2])
+        return _FUSED[kind](_step.scratch_seed() if owner is None else owner, x, *params[:-2])
+    # Where the call's steps stand, inline (no frame on the path of every call): _step.mark's.
     if owner is None:
-        return _eager(kind, x, _step.fresh_seed(), params)
-    words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
-    return _eager(kind, x, _STEP(owner, (numel * words + 3) // 4), params)
+        mark = _step.mark(None, x.numel()) if x.numel() >= _step.TORCH_SAVED_FROM else None
+    else:
+        mark = _STEPS_MADE() if owner.is_cpu else _step.mark(owner)
+    try:
+        if peek_interpreter_stack() is not None:
+            return _functions.DRAW[kind].apply(x, owner, dtype, *params)[0]
+        if _reuse.active is not None or top_saved_tensors_hooks(False) is not None or current_graph_task_id() != -1:
+            # the key-reuse checker, a checkpoint's journal or a backward pass: the step as graphs record it
+            return _eager(kind, x, _functions.drawn_key(owner, numel, dtype, kind, params), params)
+        if owner is None:
+            return _eager(kind, x, _step.fresh_seed(), params)
+        words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
+        blocks = (numel * words + 3) // 4
+        return _eager(kind, x, _STEP(owner, blocks) if owner.is_cpu else _step.advance(owner, blocks), params)
+    except BaseException:  # an allocation, autograd or an interrupt after the step: the blocks go back
+        _step.give_back(mark, owner)
+        raise
+
+
+def atomic(owner, numel, call, *args, **kwargs):
+    """call(*args, **kwargs), which draws from owner (a state tensor, or None for torch's generator) and then works on
+    what it drew: if it raises, what it drew is given back (_step.give_back). numel: the elements it allocates."""
+    mark = _step.mark(owner, numel)
+    try:
+        return call(*args, **kwargs)
+    except BaseException:
+        _step.give_back(mark, owner)
+        raise
 
 
 # Elements per call of an in-place fill's chunks: a chunk's output (1 MiB of float32) is still in cache when it is
@@ -132,8 +176,13 @@ FILL_CHUNK = 1 << 18
 def fill_(kind, tensor, generator, *params):
     """tensor.copy_(draw(kind, tensor, generator, *params)), the same bits and the same step. A large contiguous CPU
     tensor in plain eager code is drawn a chunk at a time, each chunk the block of the flat tensor at its offset
-    (docs/stream.md, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
+    (docs: stream/, "Global view"), so that no full-size output is allocated, faulted in and copied from memory."""
     owner = owner_of(generator)  # not a hot path: the large tensors' fill
+    _checks.writable(tensor, owner, "tensor", recorded=False)
+    return atomic(owner, tensor.numel(), _fill, kind, tensor, generator, owner, params)
+
+
+def _fill(kind, tensor, generator, owner, params):
     numel = tensor.numel()
     if (
         numel <= FILL_CHUNK
@@ -147,8 +196,8 @@ def fill_(kind, tensor, generator, *params):
     ):
         with torch.no_grad():
             return tensor.copy_(draw(kind, tensor, generator, *params))
-    d = params[-3] if len(params) > 2 else None
-    key = _functions.drawn_key(owner, numel, d if type(d) is torch.dtype else tensor.dtype, kind, params)
+    dtype = _spec.words_dtype(kind, tensor.dtype, params[-3] if len(params) > 2 else None)
+    key = _functions.drawn_key(owner, numel, dtype, kind, params)
     flat, whole = tensor.view(-1), [numel]
     with AutoDispatchBelowAutograd(), torch.no_grad():
         for start in range(0, numel, FILL_CHUNK):
@@ -168,7 +217,8 @@ def key_for(x, generator, numel, dtype):
         return _step.key(owner, _spec.blocks_of(numel, dtype))  # journaled in a checkpoint
     if owner is None:
         return _step.fresh_seed()
-    return _STEP(owner, _spec.blocks_of(numel, dtype))
+    blocks = _spec.blocks_of(numel, dtype)
+    return _STEP(owner, blocks) if owner.is_cpu else _step.advance(owner, blocks)  # a device state: no host sync
 
 
 def _eager(kind, x, key, params):
@@ -193,8 +243,7 @@ def _compiled(kind, x, key, params):
 def _record(kind, x, key, params):
     """Tells the key-reuse checker (on) the words a call with an explicit key reads: x's elements' or, under a
     global view, its block's."""
-    d = params[-3] if len(params) >= 3 else None
-    dtype = d if isinstance(d, torch.dtype) else x.dtype
+    dtype = _spec.words_dtype(kind, x.dtype, params[-3] if len(params) >= 3 else None)
     _reuse.active.draw(
         kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:]
     )

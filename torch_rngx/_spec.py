@@ -54,14 +54,15 @@ class Op:
     check: (input, key, *params, global_shape, global_start) -> the params as the kernel takes them, view last;
         shared by the public function and the fake kernel, so compile-time checks equal eager ones.
     input: the schema's name of the tensor the op draws for ("like": only its shape; "x": its values too).
-    derivative: None (a sample: nothing is differentiable), "identity" (d/dx = 1), "self" (linear in x: the
-        derivative is the op itself, with the same key and params, applied to the gradient or tangent) or a Scaled
-        (t times a factor its key and params give).
+    derivative: None (a sample: nothing is differentiable), "identity" (d/dx = 1), "cast" (d/dx = 1 across a
+        change of dtype, as x.to(dtype): the gradient or tangent converted to the other side's dtype), "self"
+        (linear in x: the derivative is the op itself, with the same key and params, applied to the gradient or
+        tangent) or a Scaled (t times a factor its key and params give).
     examples: x -> param tuples (without the view) for opcheck on an input x.
     input_dtypes: the input dtypes opcheck tries (every layout of each).
-    From its row (csrc/op_table.h): words (per element, by output dtype), dtypes (those, as blocks_used takes
-    them), narrow and wide (randint's: int64 above the range `narrow` takes `wide` words) and fused (the CPU
-    small-tensor op, a Generator's step and the op in one call, if any).
+    From its row (csrc/op_table.h): words (per element, by output dtype, or by x's where words_by_input),
+    dtypes (those, as blocks_used takes them), narrow and wide (randint's: int64 above the range `narrow` takes
+    `wide` words) and fused (the CPU small-tensor op, a Generator's step and the op in one call, if any).
     """
 
     name: str
@@ -78,6 +79,7 @@ class Op:
     narrow: Optional[int] = field(init=False, repr=False)
     wide: dict = field(init=False, repr=False)
     fused: Optional[str] = field(init=False, repr=False)
+    words_by_input: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         row = _row(self.name)
@@ -88,6 +90,7 @@ class Op:
             ("narrow", row["narrow"]),
             ("wide", _by_dtype(row["wide"])),
             ("fused", row["fused"]),
+            ("words_by_input", row.get("dtype") == "round"),  # stochastic_round: x's dtype sets its words
         ):
             object.__setattr__(self, name, value)
 
@@ -182,6 +185,12 @@ def _means_stds_like(x: torch.Tensor) -> list:
     return [(mean.expand(x.shape), std.expand(x.shape))]
 
 
+def _round_examples(x: torch.Tensor) -> list:
+    """The widest target of x's dtype, and saturating to the narrowest (a float8 type)."""
+    targets = _checks.ROUND_TARGETS.get(x.dtype, ())
+    return [(False, targets[0]), (True, targets[-1])] if targets else []
+
+
 def _probabilities_like(x: torch.Tensor) -> list:
     p = torch.rand(x.shape[-1:] if x.dim() else (), device=x.device).to(x.dtype).expand(x.shape)
     return [(p,)]
@@ -206,6 +215,7 @@ SPECS: dict[str, Op] = {
             input_dtypes=(torch.float32,),
         ),
         Op("exponential", _checks.like_rate, examples=lambda x: [(1.5, None)]),
+        Op("stochastic_round", _checks.x_round, input="x", derivative="cast", examples=_round_examples),
         Op(
             "alpha_dropout",
             _checks.x_p,
@@ -236,11 +246,17 @@ COMPOSITE_WORDS = {
 
 
 def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> int:
-    """The stream words one element of `dtype` takes in op `op` (None: the default words; docs/stream.md);
+    """The stream words one element of `dtype` takes in op `op` (None: the default words; docs: stream/);
     randint's depend on its range = high - low as well."""
     if op in SPECS:
         return SPECS[op].words_per_element(dtype, range)
     return COMPOSITE_WORDS.get(op or "", {}).get(dtype, WORDS[dtype])
+
+
+def words_dtype(op: str, x_dtype: torch.dtype, dtype: Any) -> torch.dtype:
+    """The dtype a call of sampler `op` takes its words per element by: the output's (the op's `dtype` argument, or
+    x's when None), but x's for stochastic_round, whose output dtype is its target."""
+    return dtype if type(dtype) is torch.dtype and not SPECS[op].words_by_input else x_dtype
 
 
 def range_of(op: Optional[str], params: Sequence[Any]) -> Optional[int]:
@@ -285,6 +301,8 @@ def derivative(
         with torch.no_grad():
             factor = spec.derivative.scale(x if x is not None else t, key, params)
         return t * factor
+    if spec.derivative == "cast":  # a tangent takes the output's dtype; autograd converts a gradient to x's
+        return t.to(spec.out_dtype([None, None, *params]))
     if torch.is_grad_enabled():  # a double backward differentiates this too
         return again(t, key, *params)
     with AutoDispatchBelowAutograd():

@@ -4,13 +4,17 @@ reproduces the sequence in eager and compiled code alike.
 
 Each also takes keyword-only global_shape= and global_start= (both or neither): x is then the block of a global
 tensor that starts at global_start, the call returns that block of the call on the global tensor, and the
-Generator advances by the global tensor's blocks, the same on every rank (docs/distributed.md).
+Generator advances by the global tensor's blocks, the same on every rank (docs: distributed/).
 
 The keyword arguments they share:
     generator (Generator or nn.RNG, optional): the stream to draw from, advanced in place by the blocks the call
         uses. None (the default): a fresh seed from torch's default CPU generator, as torch's own functions.
     global_shape, global_start (sequences of ints, optional): x is the block of a global tensor of that shape,
-        starting at that index (docs/distributed.md).
+        starting at that index (docs: distributed/).
+    layout, device, requires_grad, memory_format, pin_memory (the *_like functions): torch's keywords of the
+        function each stands in for, with torch's meaning, defaults and errors: the output's layout (torch.strided),
+        device (the values do not depend on it), whether it is a leaf that requires grad, memory format
+        (torch.preserve_format: x's strides where x is dense) and pinned host memory.
 """
 
 import warnings
@@ -19,8 +23,8 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, functional
-from ._router import draw, key_for
+from . import _checks, _step, functional
+from ._router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
 __all__ = [
@@ -43,9 +47,32 @@ __all__ = [
     "randn_like",
     "randperm",
     "rrelu",
+    "stochastic_round",
     "uniform_like",
 ]
 # Real annotations (no `from __future__ import annotations`): help() then names the types themselves.
+
+
+def _target(x, layout, device, pin_memory, memory_format, dtype=None):
+    """What a *_like call draws like: x, or, when the call asks for another layout, device, memory format or pinned
+    memory, torch.empty_like(x, ...) with them (never written: its shape, strides and device are read), so torch's
+    own rules and errors for those keywords apply, as in its *_like functions. dtype: bernoulli_like's, whose op
+    draws in the dtype of what it draws like."""
+    asked = {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory or None}
+    if memory_format is not torch.preserve_format:  # torch's default, which a sparse layout refuses
+        asked["memory_format"] = memory_format
+    asked = {k: v for k, v in asked.items() if v is not None}
+    if not asked or not isinstance(x, Tensor):
+        return x  # a non-tensor x is named by the checks that follow
+    return torch.empty_like(x, **asked)
+
+
+def _leaf(out, requires_grad):
+    """requires_grad=True: the result is a leaf that requires grad, as torch's (with torch's error for an integer
+    dtype)."""
+    if not isinstance(requires_grad, bool):
+        raise TypeError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
+    return out.requires_grad_() if requires_grad else out
 
 
 def uniform_like(
@@ -55,6 +82,11 @@ def uniform_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -66,7 +98,8 @@ def uniform_like(
         low, high (float): the interval, low < high, finite in the dtype's compute type.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -75,12 +108,9 @@ def uniform_like(
         >>> bool(((u >= -1) & (u < 1)).all())
         True
     """
-    return draw(
-        "uniform",
-        x,
-        generator,
-        *_checks.like_interval(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_interval(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x")
+    return _leaf(draw("uniform", x, generator, *params), requires_grad)
 
 
 def rand_like(
@@ -88,6 +118,11 @@ def rand_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -97,7 +132,8 @@ def rand_like(
         x (Tensor): gives the shape, strides, device and (float) dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -105,12 +141,9 @@ def rand_like(
         >>> torch_rngx.rand_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
         torch.Size([2, 3])
     """
-    return draw(
-        "uniform",
-        x,
-        generator,
-        *_checks.like_interval(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_interval(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
+    return _leaf(draw("uniform", x, generator, *params), requires_grad)
 
 
 def normal_like(
@@ -120,6 +153,11 @@ def normal_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -133,7 +171,8 @@ def normal_like(
         std (float or Tensor): the standard deviation, >= 0, or a tensor of them.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -142,8 +181,9 @@ def normal_like(
         >>> abs(float(z.mean()) - 5.0) < 0.05
         True
     """
+    x = _target(x, layout, device, pin_memory, memory_format)
     kind, params = _checks.normal_args(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x")
-    return draw(kind, x, generator, *params)
+    return _leaf(draw(kind, x, generator, *params), requires_grad)
 
 
 def randn_like(
@@ -151,6 +191,11 @@ def randn_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -160,7 +205,8 @@ def randn_like(
         x (Tensor): gives the shape, strides, device and (float) dtype.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -168,12 +214,9 @@ def randn_like(
         >>> torch_rngx.randn_like(torch.empty(2, 3, dtype=torch.float64)).dtype
         torch.float64
     """
-    return draw(
-        "normal",
-        x,
-        generator,
-        *_checks.like_mean_std(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_mean_std(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
+    return _leaf(draw("normal", x, generator, *params), requires_grad)
 
 
 def bernoulli_like(
@@ -181,6 +224,12 @@ def bernoulli_like(
     p: Union[float, Tensor] = 0.5,
     *,
     generator: Optional[Union[Generator, RNG]] = None,
+    dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -193,17 +242,21 @@ def bernoulli_like(
         p (float or Tensor): the probability of a 1, in [0, 1], or a tensor of them broadcastable to x.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
+        dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
 
         >>> torch_rngx.bernoulli_like(torch.empty(4), 1.0)
         tensor([1., 1., 1., 1.])
     """
+    if dtype is not None:
+        _checks.float_dtype(dtype, "dtype")
+    x = _target(x, layout, device, pin_memory, memory_format, dtype)
     p, *view = _checks.like_p(x, _checks.LATER, p, global_shape, global_start, "x")
-    return draw(
-        "bernoulli_tensor" if isinstance(p, Tensor) else "bernoulli", x, generator, _checks.probabilities(p), *view
-    )
+    kind = "bernoulli_tensor" if isinstance(p, Tensor) else "bernoulli"
+    return _leaf(draw(kind, x, generator, _checks.probabilities(p), *view), requires_grad)
 
 
 def randint_like(
@@ -213,6 +266,11 @@ def randint_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -227,7 +285,8 @@ def randint_like(
         high (int, optional): one above the highest value.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): uint8, int8, int16, int32, int64, bool (high <= 2) or a float dtype;
             default x's.
 
@@ -240,15 +299,14 @@ def randint_like(
     low, high = (0, low) if high is None else (low, high)  # torch's one-bound form
     if not isinstance(x, Tensor):
         _checks.strided(x, "x")  # names the argument
+    x = _target(x, layout, device, pin_memory, memory_format)
     dtype = x.dtype if dtype is None else dtype
     drawn = _checks.randint_draw_dtype(dtype, low, high)
-    out = draw(
-        "randint",
-        x,
-        generator,
-        *_checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x"),
-    )
-    return out if drawn == dtype else out.to(dtype)
+    params = _checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x")
+    if drawn == dtype:
+        return _leaf(draw("randint", x, generator, *params), requires_grad)
+    out = atomic(owner_of(generator), x.numel(), lambda: draw("randint", x, generator, *params).to(dtype))
+    return _leaf(out, requires_grad)
 
 
 def exponential_like(
@@ -257,6 +315,11 @@ def exponential_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -269,7 +332,8 @@ def exponential_like(
         rate (float): the rate lambda, > 0 and finite; the mean is 1 / rate.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -277,8 +341,49 @@ def exponential_like(
         >>> bool((torch_rngx.exponential_like(torch.empty(1000), 2.0) > 0).all())
         True
     """
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
+    return _leaf(draw("exponential", x, generator, *params), requires_grad)
+
+
+def stochastic_round(
+    x: Tensor,
+    dtype: torch.dtype,
+    *,
+    generator: Optional[Union[Generator, RNG]] = None,
+    saturate: bool = False,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stochastic rounding: x rounded to `dtype`, a lower-precision float type, up or down at random with
+    probability in proportion to nearness, so the result is x on average (functional.stochastic_round's values on a
+    drawn key). Where x.to(dtype) loses an update smaller than half a step, this keeps it in expectation: the rounding
+    bf16 weights and float8 casts rely on. Each element's rounding depends only on the key and its index, so the
+    values are the same eager and compiled, on CPU and CUDA, in any layout, thread count and shard layout.
+    No torch counterpart.
+
+    Args:
+        x (Tensor): a float16, bfloat16, float32 or float64 tensor.
+        dtype (torch.dtype): torch.bfloat16, torch.float16, torch.float8_e4m3fn or torch.float8_e5m2, of lower
+            precision than x's dtype.
+
+    Keyword args:
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
+        saturate (bool): values past dtype's range (infinities too) become its largest finite value, where
+            x.to(dtype) would give infinity.
+
+    Example::
+
+        >>> w = torch.full((10000,), 1.0 + 2**-10)  # between two bfloat16 values, 1/8 of the way up
+        >>> abs(float(torch_rngx.stochastic_round(w, torch.bfloat16).double().mean()) - (1 + 2**-10)) < 1e-4
+        True
+    """
     return draw(
-        "exponential", x, generator, *_checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
+        "stochastic_round",
+        x,
+        generator,
+        *_checks.x_round(x, _checks.LATER, saturate, dtype, global_shape, global_start),
     )
 
 
@@ -301,7 +406,7 @@ def cauchy_like(
         median (float): the location. sigma (float): the scale, > 0.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -335,7 +440,7 @@ def log_normal_like(
         mean (float), std (float): the underlying normal's (torch's defaults 1 and 2), std > 0.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -369,7 +474,7 @@ def geometric_like(
         p (float): the probability of success, in (0, 1).
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -410,8 +515,11 @@ def randperm(
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
     n = _checks.permutation(n, _checks.LATER, dtype)
-    return functional.randperm(
-        n, key_for(torch.empty(0, device=device), generator, n, torch.int64).to(device), dtype=dtype
+    like = torch.empty(0, device=device)
+    return atomic(
+        owner_of(generator),
+        n,
+        lambda: functional.randperm(n, key_for(like, generator, n, torch.int64).to(device), dtype=dtype),
     )
 
 
@@ -434,9 +542,16 @@ def multinomial(
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _, draws, _ = _checks.categories(input, _checks.LATER, num_samples, replacement)
-    key = key_for(input, generator, input.numel() * draws, torch.float64)
-    return functional.multinomial(input, key, num_samples, replacement)
+    _, draws, need = _checks.categories(input, _checks.LATER, num_samples, replacement)
+    _checks.weights(input, need)  # its values too, before the key is drawn
+    numel = input.numel() * draws
+    return atomic(
+        owner_of(generator),
+        numel,
+        lambda: functional._race_samples(
+            input, key_for(input, generator, numel, torch.float64), num_samples, replacement, draws, need
+        ),
+    )
 
 
 def quantize(
@@ -457,7 +572,8 @@ def quantize(
         means (Tensor, optional): subtracted before rounding, broadcastable to x (not used by "noise").
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -504,7 +620,8 @@ def dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -534,7 +651,8 @@ def dropout1d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -564,7 +682,8 @@ def dropout2d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -594,7 +713,8 @@ def dropout3d(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -625,7 +745,8 @@ def alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -655,7 +776,8 @@ def feature_alpha_dropout(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function
+            (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -687,7 +809,7 @@ def rrelu(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (api.md, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
 
     Example::
 
@@ -715,13 +837,29 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     if not training or p == 0:
         return x
     _checks.dropout_input(x)
+    if kind == "dropout" and not inplace:
+        return draw("dropout", x, generator, p, *view)
+    owner = owner_of(generator)
+    if inplace:
+        _checks.writable(x, owner, "input", torch.is_grad_enabled())
+    if kind == "dropout":  # in place: the draw, then the copy, its blocks given back if torch refuses the copy
+        mark = _step.mark(owner, x.numel())
+        out = draw("dropout", x, generator, p, *view)
+        try:
+            return x.copy_(out)
+        except BaseException:
+            _step.give_back(mark, owner)
+            raise
+    return atomic(owner, x.numel(), _dropout, kind, x, p, inplace, generator, view, batched)
+
+
+def _dropout(kind, x, p, inplace, generator, view, batched):
+    """The dropout family but dropout itself: a key drawn once, then the mask applied (in place: copied in)."""
     if kind in _CHANNEL_RANKS:
         if not batched and view[0] is not None:
             view = [[1, *view[0]], [0, *view[1]]]
         out = _channel(kind, x if batched else x.unsqueeze(0), p, generator, view)
         out = out if batched else out.squeeze(0)
-    elif kind == "dropout":
-        out = draw("dropout", x, generator, p, *view)
     else:  # alpha_dropout
         out = draw("alpha_dropout", x, generator, p, *view)
     if inplace and out is not x:

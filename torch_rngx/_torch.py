@@ -1,4 +1,4 @@
-"""Every private torch name torch_rngx uses, and only here (docs/deploy.md, "torch's private names").
+"""Every private torch name torch_rngx uses, and only here (docs: deploy/, "torch's private names").
 
 torch has no public API for what these do: skip autograd for one call, tell whether a torch.func transform or a
 backward pass is running, find the checkpoint region of a draw, order seed draws in compiled graphs, and so on.
@@ -10,6 +10,8 @@ one resolves and behaves as it is used, and that no other module of torch_rngx t
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import weakref
 from typing import Any, Callable, Iterator, Optional
 
@@ -17,7 +19,6 @@ import torch
 import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 import torch.utils.checkpoint
 import torch.utils.data
-from torch._dynamo.comptime import comptime  # noqa: F401  (re-exported: the key-reuse checker's trace hook)
 
 # The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test) and
 # 2.14.1 (make interop); 2.10.0's sources (its .pyi stubs and Python modules) define every one of them.
@@ -102,6 +103,15 @@ current_graph_task_id: Callable[[], int] = _resolve(
 )
 
 
+def has_kernel(op: str, dispatch_key: str) -> bool:
+    """Whether the op ("rngx::uniform") has a kernel registered for the dispatch key ("CUDA")."""
+    return bool(
+        _resolve(torch, "_C._dispatch_has_kernel_for_dispatch_key", "to tell which devices have kernels")(
+            op, dispatch_key
+        )
+    )
+
+
 # ---- activation checkpointing (torch_rngx/_replay.py) ----
 # (ignore_is_tracing) -> the (pack, unpack) hooks on top of this thread's saved-tensor hook stack, or None.
 top_saved_tensors_hooks: Callable[[bool], Any] = _resolve(
@@ -137,6 +147,13 @@ def checkpoint_frame() -> tuple[Optional[Any], Optional[int]]:
     return None, None
 
 
+# ---- in-place writes ----
+def view_base(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """The tensor autograd sees t as a view of (Tensor._base), or None: a view of a leaf that requires grad may not be
+    written in place while grad mode is on."""
+    return t._base
+
+
 # ---- custom ops ----
 _resolve(torch.library.Library, "_register_effectful_op", "to keep seed_state calls in order when compiled")
 
@@ -160,10 +177,29 @@ def argument_names(op: torch._ops.OpOverload) -> list[str]:
 
 
 # ---- torch.compile ----
-# Tells torch.compile that a tensor keeps its address for life (CUDA graphs then read it in place).
-mark_static_address: Callable[[torch.Tensor], None] = _resolve(
-    torch, "_dynamo.mark_static_address", "to keep a CUDA Generator's state in CUDA graphs"
-)
+# torch._dynamo takes seconds to import, more than torch itself: nothing imports it before a use that needs it
+# (compiling, which imports it anyway; torch_rngx.mode; a CUDA Generator), so eager code never pays for it
+# (tests/test_import_time.py). Its names are resolved on each such use; `import torch._dynamo` in a function is a
+# dict lookup once it is loaded, and torch.compile traces it as such.
+
+
+def __getattr__(name: str) -> Any:
+    """_torch.comptime: torch._dynamo.comptime's, the key-reuse checker's and the mode's trace hook, imported on
+    first use (a call torch.compile traces, where Dynamo is loaded). Callers write `_torch.comptime(fn)`, an
+    attribute torch.compile reads as the real comptime."""
+    if name == "comptime":
+        from torch._dynamo.comptime import comptime
+
+        globals()["comptime"] = comptime  # later reads find it without this function
+        return comptime
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def mark_static_address(t: torch.Tensor) -> None:
+    """Tells torch.compile that a tensor keeps its address for life (CUDA graphs then read it in place)."""
+    import torch._dynamo
+
+    _resolve(torch._dynamo, "mark_static_address", "to keep a CUDA Generator's state in CUDA graphs")(t)
 
 
 def traced_key_node(ctx: Any, name: str) -> Optional[Any]:
@@ -210,6 +246,25 @@ def torch_function_modes() -> Iterator[Any]:
     """This thread's torch function modes, innermost first."""
     for i in range(_len_stack() - 1, -1, -1):
         yield _stack_at(i)
+
+
+_ASIDE = "to read a dataset's samples under modes of their own"
+_pop_stack = _resolve(torch, "_C._pop_torch_function_stack", _ASIDE)
+_push_stack = _resolve(torch, "_C._push_on_torch_function_stack", _ASIDE)
+
+
+class function_modes_set_aside:
+    """Takes this thread's torch function modes off its stack for the block and puts them back after it, so that a
+    mode entered inside is the only one the block's calls meet (and none costs them a Python call)."""
+
+    __slots__ = ("_modes",)
+
+    def __enter__(self) -> None:
+        self._modes = [_pop_stack() for _ in range(_len_stack())]
+
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self._modes):
+            _push_stack(mode)
 
 
 def function_mode_base_enter(mode: Any) -> None:
@@ -279,6 +334,8 @@ def show_to_function_modes(functions: Any) -> None:
     builtins (torch._standard_gamma, _sample_dirichlet), so a reference bound before a mode (`from torch import
     randn_like`) would reach the graph unseen. Also the Tensor subclasses' __torch_function__ then see them compiled
     as eager."""
+    import torch._dynamo
+
     overridable = _resolve(torch, "_dynamo.variables.torch.get_overridable_functions", "to show calls to the mode")
     overridable().update(functions)
 
@@ -288,6 +345,8 @@ def never_a_compiled_frame(code: Any) -> None:
     function calls it. While a compiled function runs, torch.compile looks at every Python frame that starts, and
     the parts of a graph-broken function that run eagerly call a mode's __torch_function__ from C, as a frame of its
     own: compiled there, it gave `loc.device` for `loc.dtype` inside VonMises.sample (torch 2.13)."""
+    import torch._dynamo
+
     _resolve(torch, "_dynamo.eval_frame.skip_code", "to keep a mode's dispatch out of compiled frames")(code)
 
 
@@ -304,14 +363,28 @@ def set_dataloader_worker_loop(target: Callable[..., Any]) -> None:
     _data_worker._worker_loop = target
 
 
+# torch.utils.data.DataLoader makes each epoch's iterator with this method, which torch_rngx.data.DataLoader
+# overrides to hand torch's iterator its view of the dataset; the iterator counts the batches it has delivered.
+DATALOADER_HOOKS = ("_get_iterator",)
+
+
+def build_dataloader_iterator(loader: torch.utils.data.DataLoader) -> Any:
+    """torch's iterator for `loader` (single- or multi-process), as DataLoader.__iter__ makes it."""
+    return torch.utils.data.DataLoader._get_iterator(loader)
+
+
+def batches_yielded(iterator: Any) -> int:
+    """The batches (or samples, without batching) a DataLoader iterator has delivered since its epoch began."""
+    return iterator._num_yielded
+
+
 def compiled_runtime_dirs() -> tuple[str, ...]:
     """The folders of torch.compile's runtime (AOTAutograd's, Inductor's; not Dynamo's, whose frames also run
-    eager code): a frame from one of them on the stack means a compiled graph is running."""
-    import importlib
-    import os
-
+    eager code): a frame from one of them on the stack means a compiled graph is running. Found without importing
+    them: both take long to import, and code that compiles nothing has no frame there."""
     names = ("torch._functorch", "torch._inductor")
-    return tuple(os.path.dirname(str(importlib.import_module(n).__file__)) + os.sep for n in names)
+    specs = [importlib.util.find_spec(n) for n in names]
+    return tuple(os.path.dirname(str(spec.origin)) + os.sep for spec in specs if spec is not None)
 
 
 def traced_graph(ctx: Any) -> torch.fx.Graph:
@@ -325,14 +398,13 @@ def traced_output(ctx: Any) -> Any:
     return ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator().output
 
 
-_OutputGraph = _resolve(torch, "_dynamo.output_graph.OutputGraph", "to check each captured graph under the mode")
-
-
 def before_backends(hook: Callable[[Any, torch.fx.GraphModule], None]) -> None:
     """Calls hook(output, gm) with each graph torch.compile has captured, before it hands the graph to the backend
     (aot_eager, Inductor, ...): where what the graph holds is known whatever wrote it. torch has no hook for it;
-    Dynamo's OutputGraph.call_user_compiler is where every backend is called from. Installed once."""
-    original = _OutputGraph.call_user_compiler
+    Dynamo's OutputGraph.call_user_compiler is where every backend is called from. Installed once; Dynamo is
+    resolved here, not at import (it takes seconds to import, and code that compiles nothing needs none of it)."""
+    graph_class = _resolve(torch, "_dynamo.output_graph.OutputGraph", "to check each captured graph under the mode")
+    original = graph_class.call_user_compiler
     if getattr(original, "_rngx_hook", None) is not None:
         return
 
@@ -341,7 +413,7 @@ def before_backends(hook: Callable[[Any, torch.fx.GraphModule], None]) -> None:
         return original(self, gm, example_inputs)
 
     call_user_compiler._rngx_hook = hook  # type: ignore[attr-defined]
-    _OutputGraph.call_user_compiler = call_user_compiler
+    graph_class.call_user_compiler = call_user_compiler
 
 
 def entry_function_modes(output: Any) -> list:
@@ -349,8 +421,11 @@ def entry_function_modes(output: Any) -> list:
     return list(getattr(output, "torch_function_mode_stack", ()))
 
 
-# Dynamo's wrapper of a NumPy function it compiles into torch's (torch._numpy): `.f` is the function it wraps.
-NumpyWrapper: type = _resolve(torch, "_dynamo.utils.numpy_to_tensor_wrapper", "to name a NumPy call in a graph")
+def is_numpy_wrapper(target: Any) -> bool:
+    """Whether a graph's call target is Dynamo's wrapper of a NumPy function it compiles into torch's (torch._numpy):
+    its `.f` is the function it wraps. Resolved on use, from a graph being checked (Dynamo is loaded then)."""
+    wrapper = _resolve(torch, "_dynamo.utils.numpy_to_tensor_wrapper", "to name a NumPy call in a graph")
+    return isinstance(target, wrapper)
 _FakeTensor = _resolve(torch, "_subclasses.fake_tensor.FakeTensor", "to run a graph's node on fake tensors")
 
 

@@ -1,4 +1,4 @@
-"""Debugging aids. key_reuse: reports two draws that read the same words of a key's stream (docs/guide.md,
+"""Debugging aids. key_reuse: reports two draws that read the same words of a key's stream (docs: guide/,
 "Catching key reuse"); the environment variable RNGX_DEBUG_KEY_REUSE=raise|warn turns it on for a whole run."""
 
 from __future__ import annotations

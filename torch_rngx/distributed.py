@@ -1,4 +1,4 @@
-"""DTensor support: the torch_rngx ops take DTensor inputs (docs/distributed.md).
+"""DTensor support: the torch_rngx ops take DTensor inputs (docs: distributed/).
 
 Each rank computes its own block of the op on the global tensor, from its local shape and global offset
 (`global_view`), through the ops' global-view arguments: no communication, and the values do not depend on the
@@ -6,8 +6,9 @@ mesh or the placements. The result is a DTensor with the input's placements. The
 rank: a plain tensor, or a DTensor replicated on every mesh dim. Registered as torch_dispatch rules for DTensor
 (torch.library.register_torch_dispatch), so they hold eager, under autograd and under torch.compile.
 
-`import torch_rngx` imports this module (about 4 ms: torch._dynamo, which the package imports, has loaded
-torch.distributed.tensor already), so the rules are there before any call, compiled or not.
+`import torch_rngx` has this module imported as soon as torch.distributed.tensor is (torch_rngx/_deferred.py): at
+once if it is loaded, else right after its first import (torch.compile's among them), so the rules are there before
+any call on a DTensor, compiled or not.
 """
 
 import torch
@@ -160,8 +161,14 @@ def _fused(spec):
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
-        key = _step.advance(state, blocks_of(x.numel(), a.get("dtype") or x.dtype, spec.name, span))
-        return spec.kernel(state=key, **a)
+        mark = _step.mark(state)
+        dtype = _spec.words_dtype(spec.name, x.dtype, a.get("dtype"))
+        key = _step.advance(state, blocks_of(x.numel(), dtype, spec.name, span))
+        try:
+            return spec.kernel(state=key, **a)
+        except BaseException:  # this rank's block refused after the step: the blocks go back, as a plain call's
+            _step.give_back(mark, state)
+            raise
 
     return rule
 

@@ -6,7 +6,7 @@ index i takes words k*i ... k*i + k - 1 of the key's stream, which starts at blo
 else 1; normal makes elements 2p and 2p + 1 from the words of both; truncated_normal and randint take more:
 blocks_used). A batched state of shape (*B, 2) has one B[d] per dim of the output, each 1 (the key repeats
 along d) or the output's size there (one key per index); dims after the last B[d] != 1 are each key's run, in
-which the key draws as if alone. See docs/stream.md, "Batched states".
+which the key draws as if alone. See docs: stream/, "Batched states".
 
 Keys:
     key(seed, device=None, dtype=torch.int64) -> state
@@ -21,12 +21,14 @@ Samplers (like: the output's shape, strides and device):
     log_normal(like, state, mean=1.0, std=2.0, *, dtype=None), geometric(like, state, p, *, dtype=None),
     quantize_noise(x, state, half), dropout(x, state, p), rrelu(x, state, lower=1/8, upper=1/3),
     feature_dropout(x, state, p), alpha_dropout(x, state, p), feature_alpha_dropout(x, state, p)
+Stochastic rounding (x: the input, rounded to a lower-precision dtype):
+    stochastic_round(x, state, dtype, saturate=False)
 Permutations and categories (not elementwise: no global view):
     randperm(n, state, *, dtype=torch.int64, device=None), multinomial(probs, state, num_samples, replacement=False)
 The keyword arguments every other sampler shares:
     global_shape, global_start (sequences of ints, optional; both or neither): the tensor is the block of a global
         tensor of that shape that starts at that index, and gets exactly that block of the op on the global tensor
-        (docs/stream.md, "Global view"; docs/distributed.md).
+        (docs: stream/, "Global view"; docs: distributed/).
 
 Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as torch.nn.functional).
 """
@@ -61,6 +63,7 @@ __all__ = [
     "randperm",
     "rrelu",
     "split",
+    "stochastic_round",
     "truncated_normal",
     "uniform",
 ]
@@ -75,16 +78,17 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
     """Philox blocks (4 words each) one call on `numel` elements of `dtype` consumes: ceil(numel * k / 4), with
     k the words per element: 2 for float64, int64 and uint64, else 1 (op="normal" too: a pair of elements shares
     2k words); for "truncated_normal" 2; for "randint" 2 when range = high - low <= 2^32 (every 8-, 16- and
-    32-bit range), else (int64) 4; "exponential" takes the default words. For "randperm",
+    32-bit range), else (int64) 4; "exponential" and "stochastic_round" (by x's dtype) take the default words.
+    For "randperm",
     numel is n and k is 2 for every dtype; for "multinomial", numel is the number of exponentials drawn, rows *
-    categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs/stream.md). A
+    categories * (num_samples with replacement, else 1), and k is 2 for every dtype (docs: stream/). A
     Generator advances its offset by this much per call. No torch counterpart.
 
     Args:
         numel (int): the number of elements, >= 0.
-        dtype (torch.dtype): the output's dtype.
+        dtype (torch.dtype): the output's dtype; for "stochastic_round", x's (its words follow its input).
         op (str, optional): None (uniform, dropout, noise, bits), "uniform", "normal", "truncated_normal",
-            "bernoulli", "randint", "exponential", "randperm" or "multinomial".
+            "bernoulli", "randint", "exponential", "stochastic_round", "randperm" or "multinomial".
 
     Keyword args:
         range (int, optional): randint's high - low, which it requires (and no other op takes): 1 to 2^32 for
@@ -108,7 +112,8 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
         names = sorted([*_spec.SPECS, *_spec.COMPOSITE_WORDS])
         raise ValueError(f"op must be None or one of {names}, got {op!r}")
     if dtype not in dtypes:
-        raise TypeError(f"{op} does not produce {dtype}")
+        by_input = op in _spec.SPECS and _spec.SPECS[op].words_by_input
+        raise TypeError(f"{op} does not {'take x of' if by_input else 'produce'} {dtype}")
     _check_range(op, dtype, range)
     return blocks_of(numel, dtype, op, range)
 
@@ -219,7 +224,7 @@ def bits(
 
     Keyword args:
         dtype (torch.dtype): an integer dtype; default torch.int32.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -254,7 +259,7 @@ def uniform(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -284,7 +289,7 @@ def quantize_noise(
         half (float): half the noise's width, >= 0.
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -312,7 +317,7 @@ def dropout(
         p (float): the probability of dropping, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -334,9 +339,9 @@ def normal(
 ) -> Tensor:
     """Stands in for ``torch.func._random.normal`` and ``torch.empty_like(like).normal_(mean, std)``: N(mean,
     std^2) shaped, strided and placed like torch.empty_like(like, dtype=dtype): paired Box-Muller with the
-    project's own log, cos and sin (docs/stream.md, "normal"), z * std + mean. With a tensor mean or std, torch's
+    project's own log, cos and sin (docs: stream/, "normal"), z * std + mean. With a tensor mean or std, torch's
     ``torch.normal(mean, std)`` on like's shape: normal(0, 1) times std plus mean, each rounded to like's dtype
-    (docs/stream.md, "normal_tensor"); a float beside a tensor is converted to like's dtype. Not differentiable.
+    (docs: stream/, "normal_tensor"); a float beside a tensor is converted to like's dtype. Not differentiable.
 
     Args:
         like (Tensor): gives the shape, strides and device.
@@ -346,7 +351,7 @@ def normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's (with a tensor mean or std: like's only).
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -379,7 +384,7 @@ def truncated_normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -410,7 +415,7 @@ def bernoulli(
         p (float or Tensor): the probability of a 1, or a tensor of them broadcastable to like's shape.
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -434,7 +439,7 @@ def randint(
 ) -> Tensor:
     """Stands in for ``torch.randint_like(like, low, high)`` with a key: integers uniform on [low, high), shaped
     like `like`, as floor((high - low) * x / 2^bits) + low with x of 64 bits (2 words; int64 with high - low > 2^32:
-    128 bits, 4 words): bias at most 2^-32 relative (docs/stream.md, "randint").
+    128 bits, 4 words): bias at most 2^-32 relative (docs: stream/, "randint").
 
     Args:
         like (Tensor): gives the shape, strides and device.
@@ -443,7 +448,7 @@ def randint(
 
     Keyword args:
         dtype (torch.dtype): int8, uint8, int16, int32 or int64 (the default).
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -467,7 +472,7 @@ def exponential(
 ) -> Tensor:
     """Stands in for ``torch.empty_like(like).exponential_(rate)``: Exp(rate) shaped, strided and placed like
     torch.empty_like(like, dtype=dtype): E / rate with E = -ln u, u in (0, 1) from the element's word(s) and the
-    project's own log (docs/stream.md, "exponential"). Every value is positive and finite, so -log of it is a finite
+    project's own log (docs: stream/, "exponential"). Every value is positive and finite, so -log of it is a finite
     Gumbel sample. Not differentiable.
 
     Args:
@@ -477,7 +482,7 @@ def exponential(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -500,7 +505,7 @@ def cauchy(
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(like).cauchy_(median, sigma)`` with a key: median + sigma * cot(theta), theta
-    uniform on the circle, never on an axis (docs/stream.md, "cauchy"), so every value is finite. Not
+    uniform on the circle, never on an axis (docs: stream/, "cauchy"), so every value is finite. Not
     differentiable.
 
     Args:
@@ -510,7 +515,7 @@ def cauchy(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -533,7 +538,7 @@ def log_normal(
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(like).log_normal_(mean, std)`` with a key: exp(z * std + mean), z normal's
-    value for the element (its pair's), in double, rounded once to the dtype (docs/stream.md, "log_normal"). torch's
+    value for the element (its pair's), in double, rounded once to the dtype (docs: stream/, "log_normal"). torch's
     defaults (mean 1, std 2). Not differentiable.
 
     Args:
@@ -543,7 +548,7 @@ def log_normal(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -565,7 +570,7 @@ def geometric(
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """Stands in for ``torch.empty_like(like).geometric_(p)`` with a key: the number of Bernoulli(p) trials up to the
-    first success, ceil(E / -ln(1 - p)) with E exponential's Exp(1) (docs/stream.md, "geometric"): 1, 2, 3, ...
+    first success, ceil(E / -ln(1 - p)) with E exponential's Exp(1) (docs: stream/, "geometric"): 1, 2, 3, ...
     as floats. Not differentiable.
 
     Args:
@@ -575,7 +580,7 @@ def geometric(
 
     Keyword args:
         dtype (torch.dtype, optional): a float dtype; default like's.
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -597,7 +602,7 @@ def rrelu(
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
     """``torch.nn.functional.rrelu`` in training with a key: x where x > 0, else x * r, r = uniform(lower, upper)'s
-    value for the element in x's dtype (docs/stream.md, "rrelu"). The gradient is 1 or r, as torch's.
+    value for the element in x's dtype (docs: stream/, "rrelu"). The gradient is 1 or r, as torch's.
 
     Args:
         x (Tensor): a float tensor.
@@ -605,7 +610,7 @@ def rrelu(
         lower (float), upper (float): the slopes' range, lower <= upper.
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -615,11 +620,49 @@ def rrelu(
     return _router.sample("rrelu", x, state, *_checks.x_lower_upper(x, state, lower, upper, global_shape, global_start))
 
 
+def stochastic_round(
+    x: Tensor,
+    state: Tensor,
+    dtype: torch.dtype,
+    saturate: bool = False,
+    *,
+    global_shape: Optional[Sequence[int]] = None,
+    global_start: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Stochastic rounding with a key: x rounded to `dtype`, a lower-precision float type, to the value above or
+    below it with probability in proportion to its nearness, so the result is x on average. A value `dtype` holds
+    comes back exactly; otherwise, with lo < x < hi its neighbours in `dtype`, the result is hi with probability
+    (x - lo) / (hi - lo), decided by an exact integer comparison with the element's word(s) (docs: stream/,
+    "stochastic_round"). NaN stays NaN, infinities stay infinite; a value past `dtype`'s largest finite value gives
+    what x.to(dtype) gives, or with saturate=True that largest value. Shaped, strided and placed like x; the
+    gradient passes straight through, as x.to(dtype)'s. No torch counterpart.
+
+    Args:
+        x (Tensor): a float16, bfloat16, float32 or float64 tensor.
+        state (Tensor): a key (2,) or a batch of keys (*B, 2).
+        dtype (torch.dtype): torch.bfloat16, torch.float16, torch.float8_e4m3fn or torch.float8_e5m2, of lower
+            precision than x's dtype (float16 to bfloat16 or float8; bfloat16 to float8 only).
+        saturate (bool): values past dtype's range (infinities too) become its largest finite value.
+
+    Keyword args:
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
+
+    Example::
+
+        >>> y = rf.stochastic_round(torch.full((1000,), 1 + 2**-9), rf.key(0), torch.bfloat16)
+        >>> sorted(set(y.float().tolist()))
+        [1.0, 1.0078125]
+    """
+    return _router.sample(
+        "stochastic_round", x, state, *_checks.x_round(x, state, saturate, dtype, global_shape, global_start)
+    )
+
+
 def randperm(
     n: int, state: Tensor, *, dtype: torch.dtype = torch.int64, device: Union[str, torch.device, None] = None
 ) -> Tensor:
     """Stands in for ``torch.randperm``: a permutation of range(n), the indices sorted by their 64-bit keys,
-    bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs/stream.md, "randperm"). A batched
+    bits((n,), state, dtype=torch.int64) (as signed integers), ties by index (docs: stream/, "randperm"). A batched
     state (*B, 2) gives (*B, n), row b the permutation of key b. Made on the state's device.
 
     Args:
@@ -644,7 +687,7 @@ def randperm(
 
 def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
     """Stands in for ``torch.multinomial``, with a key: `num_samples` category indices per row of `probs` ((C,) or (R,
-    C) weights >= 0, rows need not sum to 1), by an exponential race (docs/stream.md, "multinomial"): with the float64
+    C) weights >= 0, rows need not sum to 1), by an exponential race (docs: stream/, "multinomial"): with the float64
     exponentials E of the stream, category argmin_i E_i / p_i; without replacement the num_samples smallest E_i / p_i in
     increasing order, with replacement fresh E per sample. Ties go to the lowest index. `state`: one key, or (R, 2) for
     one key per row. int64 output, (num_samples,) or (R, num_samples). The scores take R * C float64 values (R *
@@ -663,13 +706,18 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
     """
     key, draws, need = _checks.categories(probs, state, num_samples, replacement)
     _checks.weights(probs, need)
+    return _race_samples(probs, key, num_samples, replacement, draws, need)
+
+
+def _race_samples(probs, key, num_samples, replacement, draws, need):
+    """multinomial's samples from checked arguments (_checks.categories, weights)."""
     scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
     if replacement:
         return scores.argmin(dim=-1)
     return torch.argsort(scores.squeeze(-2), dim=-1, stable=True)[..., :num_samples]
 
 
-# ---- channel and alpha dropout (docs/stream.md, "Channel and alpha dropout", "alpha_dropout") ----
+# ---- channel and alpha dropout (docs: stream/, "Channel and alpha dropout", "alpha_dropout") ----
 
 
 def feature_dropout(
@@ -691,7 +739,7 @@ def feature_dropout(
         p (float): the probability of dropping a channel, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -720,7 +768,7 @@ def alpha_dropout(
         p (float): the probability of dropping, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 
@@ -748,7 +796,7 @@ def feature_alpha_dropout(
         p (float): the probability of dropping a channel, in [0, 1].
 
     Keyword args:
-        global_shape, global_start: as every sampler (api.md, "Shared keyword arguments").
+        global_shape, global_start: as every sampler (docs: api/functional/, "Shared keyword arguments").
 
     Example::
 

@@ -39,7 +39,7 @@ class Generator:
 
     Threads may share a Generator in eager mode: each call takes its own words (a lock in rngx::take_), in an
     order that depends on scheduling; for reproducible values, or in compiled code, give each thread its own
-    (docs/guarantees.md, "Threads").
+    (docs: guarantees/, "Threads").
 
     Args:
         seed (int, optional): in [0, 2^64). None: drawn from torch's default CPU generator, so torch.manual_seed
@@ -196,7 +196,7 @@ class RNG(torch.nn.Module):
 
     def fold_in(self, data: int | Tensor) -> RNG:
         """A new RNG whose state is functional.fold_in(state, data); this one does not advance. Under DDP the
-        buffer is broadcast from rank 0, so fold in the rank for per-rank streams (docs/training.md)."""
+        buffer is broadcast from rank 0, so fold in the rank for per-rank streams (docs: training/)."""
         rng = RNG.__new__(RNG)
         torch.nn.Module.__init__(rng)
         rng.register_buffer("state", fold_in(self.state, data), persistent=True)
@@ -235,17 +235,27 @@ def load_stream_buffer(module, name, state_dict, prefix):
 
 
 def check_state_buffer(state_dict, key):
-    """A saved stream position must be an int64 [seed, offset]: anything else would be cast silently. Loading
-    one restarts its stream on purpose, which the key-reuse checker (if on) is told."""
+    """A saved stream position must be a dense int64 [seed, offset]: anything else would be cast silently, or be
+    refused by every draw after load_state_dict(assign=True) made it the buffer itself. A strided one is loaded as
+    its contiguous copy, which the step advances in place. Loading one restarts its stream on purpose, which the
+    key-reuse checker (if on) is told."""
     if key not in state_dict:
         return  # load_state_dict reports missing keys itself
     value = state_dict[key]
     if not isinstance(value, torch.Tensor) or value.dtype != torch.int64 or value.shape != (2,):
         got = f"{value.dtype} {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
         raise ValueError(f"{key} must be an int64 tensor of shape (2,) = [seed, offset], got {got}")
+    if value.layout != torch.strided:
+        raise ValueError(f"{key} must be a dense (strided) tensor, got layout {value.layout}")
+    if not value.is_contiguous():
+        state_dict[key] = value.contiguous()
     if _reuse.active is not None:
         _reuse.active.forget(value[0])
 
 
 _router.STREAMS.update((Generator, RNG))  # a call's generator: its `.state` advances
+# The names torch's argument parser prints for a type it refuses ("must be torch.Generator, not Generator" would name
+# two classes alike): given to torch, ours are named in full. __qualname__ and __module__ stay, for pickle and repr.
+Generator.__name__ = "torch_rngx.Generator"
+RNG.__name__ = "torch_rngx.nn.RNG"
 owner_of = _router.owner_of

@@ -41,7 +41,11 @@ class _DropoutNd(torch.nn.Module):
     torch_rngx.Generator or nn.RNG, shared as you like); seed= (this module owns its stream: the persistent int64
     buffer `rng_state` = [seed, offset], advanced in place on each training forward, saved in state_dict); or
     neither (torch's default generator, so torch.manual_seed reproduces it). Compiled equals eager; eval() is the
-    identity and draws nothing."""
+    identity and draws nothing.
+
+    Each module subclasses torch's (Dropout(_DropoutNd, torch.nn.Dropout)), so isinstance(m, torch.nn.Dropout) holds
+    and code that finds dropouts by type (model surgery, model.apply, libraries' helpers that set p) finds ours;
+    torch's __init__ sets p and inplace, and forward, the repr and the state-dict hook are ours."""
 
     kind: str | None = None  # the _stateful.dropout_from kind
     rng_state: torch.Tensor  # with seed=: the module's own stream
@@ -54,11 +58,10 @@ class _DropoutNd(torch.nn.Module):
         generator: Generator | RNG | None = None,
         seed: int | None = None,
     ):
-        super().__init__()
-        self.p = _checks.dropout_probability(p)
+        p = _checks.dropout_probability(p)
         if not isinstance(inplace, bool):
             raise TypeError(f"inplace must be a bool, got {type(inplace).__name__}")
-        self.inplace = inplace
+        super().__init__(p, inplace)  # torch's class, next in each subclass's MRO
         owner_of(generator)  # rejects anything but a Generator, an RNG or None, now rather than at forward
         if generator is not None and seed is not None:
             raise ValueError("pass generator= or seed=, not both")
@@ -88,7 +91,7 @@ class _DropoutNd(torch.nn.Module):
         return f"p={self.p}, inplace={self.inplace}{stream}"
 
 
-class Dropout(_DropoutNd):
+class Dropout(_DropoutNd, torch.nn.Dropout):
     """Stands in for ``torch.nn.Dropout``: each element kept (scaled by 1/(1-p)) or zeroed.
 
     Args:
@@ -108,7 +111,7 @@ class Dropout(_DropoutNd):
     kind = "dropout"
 
 
-class Dropout1d(_DropoutNd):
+class Dropout1d(_DropoutNd, torch.nn.Dropout1d):
     """Stands in for ``torch.nn.Dropout1d``: whole channels of (N, C, L) or (C, L) inputs.
 
     Args:
@@ -128,7 +131,7 @@ class Dropout1d(_DropoutNd):
     kind = "dropout1d"
 
 
-class Dropout2d(_DropoutNd):
+class Dropout2d(_DropoutNd, torch.nn.Dropout2d):
     """Stands in for ``torch.nn.Dropout2d``: whole channels of (N, C, H, W) inputs.
 
     Args:
@@ -148,7 +151,7 @@ class Dropout2d(_DropoutNd):
     kind = "dropout2d"
 
 
-class Dropout3d(_DropoutNd):
+class Dropout3d(_DropoutNd, torch.nn.Dropout3d):
     """Stands in for ``torch.nn.Dropout3d``: whole channels of (N, C, D, H, W) or (C, D, H, W) inputs.
 
     Args:
@@ -168,7 +171,7 @@ class Dropout3d(_DropoutNd):
     kind = "dropout3d"
 
 
-class AlphaDropout(_DropoutNd):
+class AlphaDropout(_DropoutNd, torch.nn.AlphaDropout):
     """Stands in for ``torch.nn.AlphaDropout``: keeps a SELU network's zero mean and unit variance.
 
     Args:
@@ -188,7 +191,7 @@ class AlphaDropout(_DropoutNd):
     kind = "alpha_dropout"
 
 
-class FeatureAlphaDropout(_DropoutNd):
+class FeatureAlphaDropout(_DropoutNd, torch.nn.FeatureAlphaDropout):
     """Stands in for ``torch.nn.FeatureAlphaDropout``: alpha dropout of whole channels.
 
     Args:
@@ -225,8 +228,8 @@ class Converted(NamedTuple):
         model (Module): the converted model (the same object, or a new module when `model` itself was a torch
             dropout module).
         replaced (list): the (name, torch class name) pairs swapped, in named_modules() order.
-        routed (tuple): the torch functions that draw from the model's stream inside forward() (torch_rngx.mode's
-            routed_names()), empty with functional=False.
+        routed (tuple): the torch functions that draw from the model's stream inside forward():
+            torch_rngx.routed_names(), empty with functional=False.
 
     Example::
 
@@ -259,7 +262,7 @@ def convert(
     (the i-th replaced module starts at functional.fold_in(key(s), i)), and forward's routed calls the stream
     `rngx_state` of the model (fold_in(key(s), 2^64 - 1)), also in state_dict; generator= shares a Generator or
     nn.RNG; neither draws from torch's default generator. Other state_dict keys stay the original model's, so the
-    original model's checkpoints load strictly: each stream they lack starts where seed= put it (docs/guide.md §6).
+    original model's checkpoints load strictly: each stream they lack starts where seed= put it (docs: guide/ §6).
 
     Args:
         model (Module): the model, changed in place.
@@ -343,7 +346,7 @@ def fold_in_(module: torch.nn.Module, data: int | torch.Tensor) -> list[str]:
     """No torch counterpart. Replaces every stream position a module holds (nn.RNG states, dropout modules'
     seed= states) by its functional.fold_in with `data`, in place; returns their state_dict names. After DDP has
     copied rank 0's buffers to every rank, fold_in_(model, rank) gives each data-parallel rank its own masks
-    (docs/training.md, "Data parallel").
+    (docs: training/, "Data parallel").
 
     Args:
         module (Module): the model whose streams to change.

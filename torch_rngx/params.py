@@ -1,4 +1,4 @@
-"""The numbers that the device functions for users' own kernels take (docs/device_api.md), computed on the host
+"""The numbers that the device functions for users' own kernels take (docs: device_api/), computed on the host
 once per call: torch_rngx.triton's `@triton.jit` functions and the C/CUDA header (torch_rngx.include_dir()) read
 them. Each returns a small tensor on `device` (int64 for `view`, float64 else), checked as our ops check their
 arguments."""
@@ -16,7 +16,7 @@ def _params(values, device):
 
 def uniform_params(dtype, low=0.0, high=1.0, device="cpu"):
     """[lo, width] for `uniform`: the bounds rounded to dtype and their float32 difference rounded again
-    (docs/stream.md, "uniform"); float64 takes [low, high - low]."""
+    (docs: stream/, "uniform"); float64 takes [low, high - low]."""
     _checks.float_dtype(dtype, "dtype")
     low, high = _checks.interval(low, high, dtype)
     if dtype == torch.float64:
@@ -52,7 +52,7 @@ def normal_params(dtype, mean=0.0, std=1.0, device="cpu"):
 
 
 def view(shape, state, global_shape=None, global_start=None):
-    """Where each element of an output of `shape` draws (docs/stream.md, "Batched states" and "Global view"), as
+    """Where each element of an output of `shape` draws (docs: stream/, "Batched states" and "Global view"), as
     an int64 tensor (ndim, 4) on state's device for `locate`: per dim its size, its start in the global tensor,
     the stream positions between neighbours and the int64 elements between keys in `state`."""
     shape = _checks.size(shape, "shape")

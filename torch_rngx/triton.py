@@ -1,7 +1,7 @@
-"""The torch-rngx stream inside Triton kernels (docs/device_api.md): `@triton.jit` device functions that give an
+"""The torch-rngx stream inside Triton kernels (docs: device_api/): `@triton.jit` device functions that give an
 element exactly the bits our ops give it; their arguments come from torch_rngx.params (re-exported here).
 
-Keys and positions are uint64 (block numbers wrap at 2^64, as docs/stream.md says). Counters reach `tl.philox`
+Keys and positions are uint64 (block numbers wrap at 2^64, as docs: stream/ says). Counters reach `tl.philox`
 as uint32 pairs: 64-bit counters would switch it to Philox4x64. The float functions do IEEE float32 (float64
 for float64) arithmetic rounded after every operation, so kernels that call uniform, quantize_noise or normal
 must launch with `enable_fp_fusion=False`: compiled Triton otherwise contracts `a * b + c` into one FMA, which
@@ -288,3 +288,118 @@ def normal(seed, offset, j, params_ptr, DTYPE: tl.constexpr):
         c, s = _box_muller(w0.to(tl.float64) + 1.0, w1.to(tl.int64), 32, False)
         z = tl.where(odd, s, c).to(tl.float32)
         return to_dtype(z * tl.load(params_ptr + 1).to(tl.float32) + tl.load(params_ptr).to(tl.float32), DTYPE)
+
+
+# ---- device side: stochastic_round (docs/stream.md, "stochastic_round"; elements.h's rngx_sround32/64) ----
+# Integer operations only (shifts clamped below the width, as in C), so any launch gives our bits: no
+# enable_fp_fusion needed. float16 and bfloat16 inputs are widened to float32 exactly first.
+
+
+@triton.jit
+def _sround_mag32(a, w, M: tl.constexpr, BIAS: tl.constexpr):
+    """|x|'s float32 bits a (at most the target's largest value) rounded to the target with the word w, as the
+    target's magnitude bits: the low 23 - M bits are the distance where the target is normal; below its smallest
+    normal, x's significand shifted into 64 bits holds the value below (high word) and the distance (low word)."""
+    DN: tl.constexpr = 23 - M
+    TOP: tl.constexpr = 128 - BIAS
+    normal = (a >> DN) + (w < (a << (32 - DN))).to(tl.uint32) - ((127 - BIAS) << M)
+    if BIAS == 127:  # bfloat16 has float32's exponents
+        return normal
+    else:
+        e = a >> 23
+        e1 = tl.maximum(e, 1)
+        d = tl.minimum((DN + TOP) - e1, 63)  # used only where e1 < TOP
+        big = ((a & 0x7FFFFF) | tl.where(e != 0, 0x800000, 0).to(tl.uint32)).to(tl.uint64) << 32
+        v = big >> d.to(tl.uint64)
+        small = (v >> 32).to(tl.uint32) + (w < v.to(tl.uint32)).to(tl.uint32)
+        return tl.where(e1 < TOP, small, normal)
+
+
+@triton.jit
+def _sround_mag64(a, u, M: tl.constexpr, BIAS: tl.constexpr):
+    """The same for |x|'s float64 bits a and the 64-bit u."""
+    DN: tl.constexpr = 52 - M
+    TOP: tl.constexpr = 1024 - BIAS
+    normal = (a >> DN) + (u < (a << (64 - DN))).to(tl.uint64) - ((1023 - BIAS) << M)
+    e = a >> 52
+    e1 = tl.maximum(e, 1)
+    d = (DN + TOP) - e1  # > DN where used (e1 < TOP)
+    big = (a & 0xFFFFFFFFFFFFF) | tl.where(e != 0, 1 << 52, 0).to(tl.uint64)
+    below = big >> tl.minimum(d, 63)
+    dist = tl.where(d <= 64, big << ((64 - tl.minimum(d, 64)) & 63), big >> tl.minimum(d - 64, 63))  # below 64
+    return tl.where(e1 < TOP, below + (u < dist).to(tl.uint64), normal).to(tl.uint32)
+
+
+@triton.jit
+def _sround_finish(in_range, nan_x, sign, mag, over, max_bits, over_bits, nan_bits, SATURATE: tl.constexpr):
+    """NaN, values past the largest finite one (x.to(dtype)'s: over_bits from `over` on, else the largest; with
+    SATURATE always the largest) and the rounding."""
+    if SATURATE:
+        past = tl.full(mag.shape, max_bits, tl.uint32)
+    else:
+        past = tl.where(over, over_bits, max_bits).to(tl.uint32)
+    return sign | tl.where(nan_x, nan_bits, tl.where(in_range, mag, past)).to(tl.uint32)
+
+
+@triton.jit
+def _sround_target(
+    x,
+    seed,
+    offset,
+    j,
+    M: tl.constexpr,
+    BIAS: tl.constexpr,
+    FN: tl.constexpr,
+    WIDTH: tl.constexpr,
+    NAN_BITS: tl.constexpr,
+    SATURATE: tl.constexpr,
+):
+    """The target's bits of element j, its constants (elements.h's RNGX_SROUND_TARGETS) from its mantissa bits M,
+    exponent bias BIAS, width and NaN: FN for float8_e4m3fn, whose top exponent holds numbers but no infinity (its
+    largest mantissa there is the NaN)."""
+    EMAX: tl.constexpr = BIAS + FN  # the exponent of the largest finite value
+    MANT: tl.constexpr = (1 << M) - 1 - FN  # its mantissa
+    MAX_BITS: tl.constexpr = ((BIAS + EMAX) << M) | MANT
+    OVER_BITS: tl.constexpr = MAX_BITS if FN else (2 * BIAS + 1) << M  # what x.to(dtype) gives from OVER on
+    MAX64: tl.constexpr = ((1023 + EMAX) << 52) | (MANT << (52 - M))
+    if x.dtype == tl.float64:
+        w0, w1 = words2(seed, offset, j)
+        b = x.to(tl.uint64, bitcast=True)
+        a = b & 0x7FFFFFFFFFFFFFFF
+        # OVER (the largest value plus half its gap) as the smallest double whose float32 rounding reaches it
+        OVER64: tl.constexpr = 0x7FF0000000000000 if FN else (MAX64 | (1 << (51 - M))) - (1 << 28)
+        mag = _sround_mag64(a, (w0.to(tl.uint64) << 32) | w1.to(tl.uint64), M, BIAS)
+        sign = (b >> 63).to(tl.uint32) << (WIDTH - 1)
+        over = a >= OVER64
+        in_range = a <= MAX64
+        nan_x = a > 0x7FF0000000000000
+    else:
+        b = x.to(tl.float32).to(tl.uint32, bitcast=True)  # exact for float16 and bfloat16
+        a = b & 0x7FFFFFFF
+        MAX32: tl.constexpr = ((127 + EMAX) << 23) | (MANT << (23 - M))
+        OVER32: tl.constexpr = 0x7F800000 if FN else MAX32 | (1 << (22 - M))
+        mag = _sround_mag32(a, word(seed, offset, j), M, BIAS)
+        sign = (b >> 31) << (WIDTH - 1)
+        over = a >= OVER32
+        in_range = a <= MAX32
+        nan_x = a > 0x7F800000
+    return _sround_finish(in_range, nan_x, sign, mag, over, MAX_BITS, OVER_BITS, NAN_BITS, SATURATE)
+
+
+@triton.jit
+def stochastic_round(x, seed, offset, j, DTYPE: tl.constexpr, SATURATE: tl.constexpr):
+    """stochastic_round(x, state, dtype, saturate) of element j: x (float16, bfloat16, float32 or float64) rounded
+    to DTYPE (tl.bfloat16, tl.float16, tl.float8e4nv for torch.float8_e4m3fn or tl.float8e5 for
+    torch.float8_e5m2), of lower precision than x; SATURATE clamps values past DTYPE's range to its largest. Takes
+    x's words: word j (float64: words 2j, 2j + 1). Integer operations only: any launch gives our bits."""
+    tl.static_assert(
+        DTYPE == tl.bfloat16 or DTYPE == tl.float16 or DTYPE == tl.float8e4nv or DTYPE == tl.float8e5,
+        "DTYPE must be tl.bfloat16, tl.float16, tl.float8e4nv or tl.float8e5",
+    )
+    M: tl.constexpr = 7 if DTYPE == tl.bfloat16 else 10 if DTYPE == tl.float16 else 3 if DTYPE == tl.float8e4nv else 2
+    BIAS: tl.constexpr = 127 if DTYPE == tl.bfloat16 else 7 if DTYPE == tl.float8e4nv else 15
+    FN: tl.constexpr = 1 if DTYPE == tl.float8e4nv else 0
+    NAN_BITS: tl.constexpr = 0x7FC0 if DTYPE == tl.bfloat16 else 0x7E00 if DTYPE == tl.float16 else 0x7F
+    WIDTH: tl.constexpr = DTYPE.primitive_bitwidth
+    r = _sround_target(x, seed, offset, j, M, BIAS, FN, WIDTH, NAN_BITS, SATURATE)
+    return r.to(tl.uint16 if WIDTH == 16 else tl.uint8).to(DTYPE, bitcast=True)

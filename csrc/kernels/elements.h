@@ -42,10 +42,12 @@
 /* The per-call derivations run on the host only. */
 #define RNGX_HOST_FN static inline
 
-/* The float types the ops compute in, and the integer widths (signedness does not change the bits written). */
+/* The float types the ops compute in, the integer widths (signedness does not change the bits written) and the
+ * float8 types stochastic_round writes. */
 typedef enum {
   RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64,
-  RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64
+  RNGX_BITS8, RNGX_BITS16, RNGX_BITS32, RNGX_BITS64,
+  RNGX_FLOAT8_E4M3FN, RNGX_FLOAT8_E5M2
 } rngx_dtype;
 
 /* The numbers an op's elements read, from its rngx_<kernel>_params. */
@@ -62,6 +64,8 @@ typedef struct {
   double rate;            /* exponential: E / rate in double; geometric: lambda = -ln(1 - p) */
   float alpha_a, alpha_b1, alpha_b2;        /* alpha dropout, <= 32-bit types: keep * a, (keep - 1) b1 + b2 */
   double alpha_a64, alpha_b164, alpha_b264; /* alpha dropout, float64 */
+  rngx_dtype from;        /* stochastic_round: x's dtype (its words per element follow it) */
+  int saturate;           /* stochastic_round: values past the target's range clamp to its largest finite value */
 } rngx_params;
 
 /* All zeros: the start of every derivation. */
@@ -85,9 +89,9 @@ RNGX_FN int rngx_finite_as_float(double v) { return (v < 0 ? -v : v) < 0x1.fffff
 /* Element j of an op that takes k = 1, 2 or 4 words per element (docs/stream.md's table): words k j .. k j + k - 1
  * of the key (seed, offset), all in one Philox block. */
 RNGX_FN void rngx_element_words(uint64_t seed, uint64_t offset, uint64_t j, int k, uint32_t *w) {
-  const uint64_t t = j * (uint64_t)k;
-  const rngx_ctr r = rngx_block(seed, offset + (t >> 2));
-  for (int i = 0; i < k; ++i) w[i] = r.v[(t & 3u) + (uint64_t)i];
+  const rngx_ctr r = rngx_block(seed, offset + rngx_element_block(j, (unsigned)k));
+  const unsigned lane = rngx_element_lane(j, (unsigned)k);
+  for (int i = 0; i < k; ++i) w[i] = r.v[lane + (unsigned)i];
 }
 
 /* ---- bits: the low bits of one word, or two words first-word-high (torch.func._random.bits) ---- */
@@ -530,6 +534,153 @@ RNGX_FN double rngx_exponential_element_f64(const rngx_params *p, const uint32_t
   (void)x;
   return rngx_exp_clamp_f64(rngx_exponential64(w[0], w[1]) / p->rate);
 }
+
+/* ---- stochastic_round: x rounded to a lower-precision float type, away from zero with probability equal to its
+ * distance from the value below it (in magnitude) over the gap, decided by comparing integers (docs/stream.md) ---- */
+
+/* A target type: its mantissa bits and exponent bias; its largest finite value as float32 and float64 bits; where
+ * x.to(dtype) stops giving that value (the smallest float32 magnitude, over32, and the smallest double whose
+ * float32 rounding reaches it, over64); and the target's magnitude bits of its largest finite value, of x.to(dtype)
+ * from over on, and of its NaN. float8_e4m3fn has no infinity, and torch (>= 2.13) saturates there: over_bits is
+ * its largest value. */
+typedef struct {
+  uint32_t m, bias, sign_shift;
+  uint32_t max32, over32;
+  uint64_t max64, over64;
+  uint32_t max_bits, over_bits, nan_bits;
+} rngx_sround_target;
+
+/* X(name, m, bias, sign_shift, max32, over32, max64, over64, max_bits, over_bits, nan_bits): docs/stream.md's table. */
+#define RNGX_SROUND_TARGETS(X)                                                                                    \
+  X(bf16, 7, 127, 15, 0x7F7F0000, 0x7F7F8000, 0x47EFE00000000000, 0x47EFEFFFF0000000, 0x7F7F, 0x7F80, 0x7FC0)         \
+  X(f16, 10, 15, 15, 0x477FE000, 0x477FF000, 0x40EFFC0000000000, 0x40EFFDFFF0000000, 0x7BFF, 0x7C00, 0x7E00)          \
+  X(e4m3, 3, 7, 7, 0x43E00000, 0x7F800000, 0x407C000000000000, 0x7FF0000000000000, 0x7E, 0x7E, 0x7F)                  \
+  X(e5m2, 2, 15, 7, 0x47600000, 0x47700000, 0x40EC000000000000, 0x40EDFFFFF0000000, 0x7B, 0x7C, 0x7F)
+/* rngx_sround_<name>(): a target's constants. */
+#define RNGX_SROUND_TARGET(name, ...)                                                                             \
+  RNGX_FN rngx_sround_target rngx_sround_##name(void) {                                                           \
+    const rngx_sround_target t = {__VA_ARGS__};                                                                   \
+    return t;                                                                                                     \
+  }
+RNGX_SROUND_TARGETS(RNGX_SROUND_TARGET)
+
+/* |x| as float32 bits a (at most the target's largest finite value) rounded to the target with the word w, as the
+ * target's magnitude bits. Where the target is normal its gap is 2^(23 - m) float32 ulps: the low dn = 23 - m bits
+ * of a are the distance below, F = those bits << (32 - dn), and the value goes up iff w < F (so with probability
+ * distance / gap, exactly); as F's low 32 - dn bits are 0 that is w >> (32 - dn) < the distance, a compare of two
+ * numbers below 2^dn (signed, which vectorizes in one instruction). A carry runs into the exponent as it should.
+ * Below the target's smallest normal (float32 exponent field top) the gap is fixed: |x| = M 2^(e1 - 150) is
+ * d = 23 - m + top - e1 bits finer, and M 2^(32 - d) in 64 bits holds the value below (high word) and the distance's
+ * top 32 bits (low word). */
+RNGX_FN uint32_t rngx_sround_mag32(uint32_t a, uint32_t w, uint32_t m, uint32_t bias) {
+  const uint32_t dn = 23 - m, e = a >> 23, e1 = e > 1 ? e : 1, top = 128 - bias;
+  const int32_t up = (int32_t)(w >> (32 - dn)) < (int32_t)(a & ((1u << dn) - 1));
+  const uint32_t normal = (a >> dn) + (uint32_t)up - ((127 - bias) << m);
+  if (bias == 127) return normal; /* bfloat16 has float32's exponents (and subnormals): always the bit pattern's */
+  const uint32_t d = dn + top - e1; /* used only where e1 < top */
+  const uint64_t v = ((uint64_t)((a & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0)) << 32) >> (d < 63 ? d : 63);
+  const uint32_t small = (uint32_t)(v >> 32) + (uint32_t)(w < (uint32_t)v);
+  return e1 < top ? small : normal;
+}
+
+/* The same for |x| as float64 bits a with the 64-bit u = w0 2^32 + w1: the distance's top 64 bits. */
+RNGX_FN uint32_t rngx_sround_mag64(uint64_t a, uint64_t u, uint32_t m, uint32_t bias) {
+  const uint64_t dn = 52 - m, e = a >> 52, e1 = e > 1 ? e : 1, top = 1024 - bias;
+  const uint64_t normal = (a >> dn) + (uint64_t)(u < a << (64 - dn)) - ((uint64_t)(1023 - bias) << m);
+  const uint64_t big = (a & 0xFFFFFFFFFFFFFull) | (e != 0 ? 1ull << 52 : 0), d = dn + top - e1; /* d > dn */
+  const uint64_t below = big >> (d < 63 ? d : 63);
+  /* the shifts stay below 64 for every d, those of the branch not taken too (d is 0 .. 45 there) */
+  const uint64_t dist = d <= 64 ? big << ((64 - d) & 63) : big >> (d - 64 < 63 ? d - 64 : 63);
+  return (uint32_t)(e1 < top ? below + (uint64_t)(u < dist) : normal);
+}
+
+/* The whole element from x's float32 bits b (float16 and bfloat16 inputs widened exactly): NaN stays NaN; past the
+ * largest finite value, x.to(dtype)'s value, or with saturate that largest value; else the rounding. The sign is
+ * x's throughout (-0 stays -0). */
+RNGX_FN uint32_t rngx_sround32(uint32_t b, uint32_t w, int saturate, rngx_sround_target t) {
+  const uint32_t a = b & 0x7FFFFFFFu, sign = (b >> 31) << t.sign_shift;
+  const int32_t sa = (int32_t)a; /* below 2^31: signed compares, one instruction each in a vector */
+  const uint32_t past = saturate || sa < (int32_t)t.over32 ? t.max_bits : t.over_bits;
+  return sign | (sa > 0x7F800000 ? t.nan_bits : sa <= (int32_t)t.max32 ? rngx_sround_mag32(a, w, t.m, t.bias) : past);
+}
+
+/* The rounding alone, sign included, right where |x| is at most the target's largest value; *past |= 1 where it
+ * is not (NaN or past it), where only rngx_sround32 gives the element. The CPU loops (loops.c) run this over a span
+ * and redo the span with the element in the rare case that anything was past. */
+RNGX_FN uint32_t rngx_sround32_in_range(uint32_t b, uint32_t w, rngx_sround_target t, uint32_t *past) {
+  const uint32_t a = b & 0x7FFFFFFFu;
+  *past |= (uint32_t)((int32_t)a > (int32_t)t.max32);
+  if (t.bias == 127) /* bfloat16: x's top half, sign included, plus the carry (which stays below the sign here) */
+    return (b >> 16) + (uint32_t)((int32_t)(w >> 16) < (int32_t)(b & 0xFFFFu));
+  return (b >> 31) << t.sign_shift | rngx_sround_mag32(a, w, t.m, t.bias);
+}
+
+RNGX_FN uint32_t rngx_sround64(uint64_t b, uint32_t w0, uint32_t w1, int saturate, rngx_sround_target t) {
+  const uint64_t a = b & 0x7FFFFFFFFFFFFFFFull, u = (uint64_t)w0 << 32 | w1;
+  const uint32_t sign = (uint32_t)(b >> 63) << t.sign_shift;
+  const uint32_t past = saturate || a < t.over64 ? t.max_bits : t.over_bits;
+  return sign | (a > 0x7FF0000000000000ull ? t.nan_bits : a <= t.max64 ? rngx_sround_mag64(a, u, t.m, t.bias) : past);
+}
+
+/* The (input, target) pairs: a target of lower precision (fewer mantissa bits) than the input. */
+RNGX_FN int rngx_sround_pair(rngx_dtype from, rngx_dtype to) {
+  const int fp8 = to == RNGX_FLOAT8_E4M3FN || to == RNGX_FLOAT8_E5M2;
+  return from == RNGX_FLOAT32 || from == RNGX_FLOAT64 ? fp8 || to == RNGX_BFLOAT16 || to == RNGX_FLOAT16
+         : from == RNGX_FLOAT16                      ? fp8 || to == RNGX_BFLOAT16
+         : from == RNGX_BFLOAT16                     ? fp8
+                                                     : 0;
+}
+
+/* dtype: the target; from: x's dtype. */
+RNGX_HOST_FN const char *rngx_sround_params(rngx_dtype dtype, rngx_dtype from, int saturate, rngx_params *out) {
+  if (!rngx_sround_pair(from, dtype))
+    return "dtype must be bfloat16, float16, float8_e4m3fn or float8_e5m2, of lower precision than x's dtype";
+  rngx_params p = rngx_zero_params();
+  p.from = from, p.saturate = saturate != 0;
+  *out = p;
+  return 0;
+}
+
+RNGX_FN uint32_t rngx_sround64_in_range(uint64_t b, uint32_t w0, uint32_t w1, rngx_sround_target t, uint32_t *past) {
+  const uint64_t a = b & 0x7FFFFFFFFFFFFFFFull;
+  *past |= (uint32_t)(a > t.max64);
+  return (uint32_t)(b >> 63) << t.sign_shift | rngx_sround_mag64(a, (uint64_t)w0 << 32 | w1, t.m, t.bias);
+}
+
+/* rngx_sround_element_<input>_<target>: x's float16 and bfloat16 as bits, the targets' bits out; its input type
+ * rngx_sround_input_<input>_<target>; and rngx_sround_in_range_<input>_<target>, the loops' fast form
+ * (rngx_sround32_in_range). */
+#define RNGX_SROUND_ELEMENT(in, TI, out, TO, bits_of)                                                            \
+  typedef TI rngx_sround_input_##in##_##out;                                                                      \
+  RNGX_FN TO rngx_sround_element_##in##_##out(const rngx_params *p, const uint32_t *w, TI x) {                    \
+    return (TO)rngx_sround32(bits_of(x), w[0], p->saturate, rngx_sround_##out());                                 \
+  }                                                                                                               \
+  RNGX_FN TO rngx_sround_in_range_##in##_##out(const uint32_t *w, TI x, uint32_t *past) {                         \
+    return (TO)rngx_sround32_in_range(bits_of(x), w[0], rngx_sround_##out(), past);                              \
+  }
+#define RNGX_SROUND_F16_BITS(x) rngx_f32_bits(rngx_f16_to_f32_lanes(x))
+#define RNGX_SROUND_BF16_BITS(x) ((uint32_t)(x) << 16)
+RNGX_SROUND_ELEMENT(f32, float, bf16, uint16_t, rngx_f32_bits)
+RNGX_SROUND_ELEMENT(f32, float, f16, uint16_t, rngx_f32_bits)
+RNGX_SROUND_ELEMENT(f32, float, e4m3, uint8_t, rngx_f32_bits)
+RNGX_SROUND_ELEMENT(f32, float, e5m2, uint8_t, rngx_f32_bits)
+RNGX_SROUND_ELEMENT(f16, uint16_t, bf16, uint16_t, RNGX_SROUND_F16_BITS)
+RNGX_SROUND_ELEMENT(f16, uint16_t, e4m3, uint8_t, RNGX_SROUND_F16_BITS)
+RNGX_SROUND_ELEMENT(f16, uint16_t, e5m2, uint8_t, RNGX_SROUND_F16_BITS)
+RNGX_SROUND_ELEMENT(bf16, uint16_t, e4m3, uint8_t, RNGX_SROUND_BF16_BITS)
+RNGX_SROUND_ELEMENT(bf16, uint16_t, e5m2, uint8_t, RNGX_SROUND_BF16_BITS)
+#define RNGX_SROUND_ELEMENT64(out, TO)                                                                            \
+  typedef double rngx_sround_input_f64_##out;                                                                     \
+  RNGX_FN TO rngx_sround_element_f64_##out(const rngx_params *p, const uint32_t *w, double x) {                   \
+    return (TO)rngx_sround64(rngx_f64_bits(x), w[0], w[1], p->saturate, rngx_sround_##out());                     \
+  }                                                                                                               \
+  RNGX_FN TO rngx_sround_in_range_f64_##out(const uint32_t *w, double x, uint32_t *past) {                        \
+    return (TO)rngx_sround64_in_range(rngx_f64_bits(x), w[0], w[1], rngx_sround_##out(), past);                  \
+  }
+RNGX_SROUND_ELEMENT64(bf16, uint16_t)
+RNGX_SROUND_ELEMENT64(f16, uint16_t)
+RNGX_SROUND_ELEMENT64(e4m3, uint8_t)
+RNGX_SROUND_ELEMENT64(e5m2, uint8_t)
 
 /* ---- multinomial's race: E / w per (draw, category), float64 throughout, the weight w as x ---- */
 

@@ -1,8 +1,8 @@
 // The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu generates each op's functor from its row).
 //
-// An op is a functor with `T` (the element type in memory), `K` (stream words per element), `kReads`
-// (the inputs it reads: 0, 1 `in`, or 2 `in` and `in2`) and `T operator()(T x, const uint32_t *w) const` (w: the
-// element's K words).
+// An op is a functor with `T` (the output's element type in memory), `TI` (the inputs': T but for
+// stochastic_round), `K` (stream words per element), `kReads` (the inputs it reads: 0, 1 `in`, or 2 `in` and `in2`)
+// and `T operator()(TI x, const uint32_t *w) const` (w: the element's K words).
 // Each walk hands out groups of 4 logically consecutive elements, so one Philox block (two for K == 2)
 // covers a group that starts a key's segment or lies inside one with its first word on lane 0. A paired op
 // (kPaired, normal) instead has `void pair(const uint32_t *w, T &c, T &s) const`: the two elements 2p and 2p + 1
@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "keys.h"
 #include "ops.h"
@@ -50,13 +52,19 @@ struct Keys {
   }
 };
 
-// w[0 .. NW) = words first ... first + NW - 1 of key (seed, offset): the ceil(NW / 4) Philox blocks from first's,
-// and one more when the words run past them.
-template <int NW>
-__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t first, uint32_t (&w)[NW]) {
+// Word r of the words from element e's first on (K words per element; r < 4 - its lane, so one block).
+template <int K>
+__device__ __forceinline__ uint32_t element_word(uint64_t seed, uint64_t offset, uint64_t e, int r) {
+  return rngx_block(seed, offset + rngx_element_block(e, K)).v[rngx_element_lane(e, K) + r];
+}
+
+// w[0 .. NW) = NW words of key (seed, offset) from the first of element e of K words per element (word K e): the
+// ceil(NW / 4) Philox blocks from its block, and one more when the words run past them.
+template <int NW, int K>
+__device__ __forceinline__ void fetch_words(uint64_t seed, uint64_t offset, uint64_t e, uint32_t (&w)[NW]) {
   constexpr int NB = (NW + 3) / 4;
-  const uint64_t b = offset + (first >> 2);
-  const unsigned s = (unsigned)first & 3u;
+  const uint64_t b = offset + rngx_element_block(e, K);
+  const unsigned s = rngx_element_lane(e, K);
   uint32_t a[4 * NB + 4];
 #pragma unroll
   for (int q = 0; q < NB; ++q) {
@@ -97,7 +105,7 @@ __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, ui
   uint64_t seed = seed0, offset = offset0, pos = keys.first;
   if (keys.seg_dims != 0) keys.segment(q, seed0, offset0, seed, offset, pos);
   if (j + 4 <= keys.event) {
-    fetch_words<4 * K>(seed, offset, (uint64_t)K * (pos + (uint64_t)j), w);
+    fetch_words<4 * K, K>(seed, offset, pos + (uint64_t)j, w);
     return;
   }
 #pragma unroll
@@ -105,7 +113,7 @@ __device__ __forceinline__ void group_words(const Keys &keys, uint64_t seed0, ui
     const int64_t qe = (i0 + e) / keys.event, je = i0 + e - qe * keys.event;
     keys.segment(qe, seed0, offset0, seed, offset, pos);
 #pragma unroll
-    for (int r = 0; r < K; ++r) w[K * e + r] = rngx_key_word(seed, offset, (uint64_t)K * (pos + (uint64_t)je) + r);
+    for (int r = 0; r < K; ++r) w[K * e + r] = element_word<K>(seed, offset, pos + (uint64_t)je, r);
   }
 }
 
@@ -136,7 +144,7 @@ __device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t se
   constexpr int K = Op::K;
   uint32_t w[2 * K];
 #pragma unroll
-  for (int r = 0; r < 2 * K; ++r) w[r] = rngx_key_word(seed, offset, (uint64_t)K * (e & ~1ull) + r);
+  for (int r = 0; r < 2 * K; ++r) w[r] = element_word<K>(seed, offset, e & ~1ull, r);
   typename Op::T c, s;
   pair_of(op, w, x, x, x2, x2, c, s);
   return (e & 1) ? s : c;
@@ -145,7 +153,7 @@ __device__ __forceinline__ typename Op::T paired_value(const Op &op, uint64_t se
 // The values y[0 .. 4) of logical elements i0 .. i0 + 3 (x, x2: their inputs, for ops that read them).
 template <class Op>
 __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uint64_t seed0, uint64_t offset0,
-                                             int64_t i0, const typename Op::T (&x)[4], const typename Op::T (&x2)[4],
+                                             int64_t i0, const typename Op::TI (&x)[4], const typename Op::TI (&x2)[4],
                                              typename Op::T (&y)[4]) {
   constexpr int K = Op::K;
   if constexpr (!IsPaired<Op>::value) {
@@ -162,7 +170,7 @@ __device__ __forceinline__ void group_values(const Op &op, const Keys &keys, uin
     if (j + 4 <= keys.event) {
       const uint64_t e0 = pos + (uint64_t)j;
       uint32_t w[6 * K];
-      fetch_words<6 * K>(seed, offset, (uint64_t)K * (e0 & ~1ull), w);
+      fetch_words<6 * K, K>(seed, offset, e0 & ~1ull, w);
       typename Op::T a0, a1, b0, b1;
       if (e0 & 1) {  // pairs (i0 - 1, i0), (i0 + 1, i0 + 2), (i0 + 3, i0 + 4): the outside elements unused
         typename Op::T c0, c1;
@@ -220,16 +228,18 @@ __device__ __forceinline__ void store4(T *p, const T (&v)[4]) {
 // ---- contiguous: element i at out[i] (and in[i], in2[i]); `wide` when every pointer suits load4/store4 ----
 template <class Op>
 __global__ void __launch_bounds__(kThreads) contiguous_kernel(Op op, Keys keys, typename Op::T *out,
-                                                              const typename Op::T *in, const typename Op::T *in2,
+                                                              const typename Op::TI *in, const typename Op::TI *in2,
                                                               int64_t n, bool wide) {
   using T = typename Op::T;
+  using TI = typename Op::TI;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t i0 = 4 * g;
     const bool full = wide && i0 + 4 <= n;
-    T x[4] = {}, x2[4] = {}, y[4];
+    TI x[4] = {}, x2[4] = {};
+    T y[4];
     if constexpr (Op::kReads > 0) {  // loads first: their latency hides behind the Philox rounds
       if (full) {
         load4(in + i0, x);
@@ -269,11 +279,16 @@ constexpr int kTile = 32, kRows = kThreads / kTile;
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, typename Op::T *out,
-                                                              const typename Op::T *in, const typename Op::T *in2,
+                                                              const typename Op::TI *in, const typename Op::TI *in2,
                                                               Transposed g) {
   using T = typename Op::T;
-  __shared__ T tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
-  __shared__ T tile2[Op::kReads > 1 ? kTile : 1][kTile + 1];  // in2's, for an op that reads it
+  using TI = typename Op::TI;
+  constexpr bool kSame = std::is_same<T, TI>::value;
+  __shared__ TI tile[kTile][kTile + 1];  // [l][c]; the pad spreads a column over the banks
+  __shared__ TI tile2[Op::kReads > 1 ? kTile : 1][kTile + 1];  // in2's, for an op that reads it
+  // An op whose output type differs from its input's (stochastic_round) writes its values to a tile of their own.
+  __shared__ T out_tile[kSame ? 1 : kTile][kTile + 1];
+  T(*const yt)[kTile + 1] = kSame ? reinterpret_cast<T(*)[kTile + 1]>(tile) : out_tile;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
@@ -290,7 +305,8 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
         __syncthreads();
         if (c0 + vc < g.C) {
           const int64_t i0 = ((n * g.C) + c0 + vc) * g.L + l0 + vl;
-          T x[4] = {}, x2[4] = {}, y[4];
+          TI x[4] = {}, x2[4] = {};
+          T y[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             if (Op::kReads && l0 + vl + j < g.L) x[j] = tile[vl + j][vc];
@@ -299,11 +315,11 @@ __global__ void __launch_bounds__(kThreads) transposed_kernel(Op op, Keys keys, 
           group_values(op, keys, seed0, offset0, i0, x, x2, y);
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            if (l0 + vl + j < g.L) tile[vl + j][vc] = y[j];
+            if (l0 + vl + j < g.L) yt[vl + j][vc] = y[j];
         }
         __syncthreads();
         if (c < g.C)
-          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) out[n * g.out_n + (l0 + r) * g.out_l + c] = tile[r][tx];
+          for (int r = ty; r < kTile && l0 + r < g.L; r += kRows) out[n * g.out_n + (l0 + r) * g.out_l + c] = yt[r][tx];
         __syncthreads();  // the next tile reuses `tile`
       }
 }
@@ -324,9 +340,10 @@ __device__ __forceinline__ void locate(const rngx_layout &g, int64_t i, int64_t 
 
 template <class Op>
 __global__ void __launch_bounds__(kThreads) strided_kernel(Op op, Keys keys, typename Op::T *out,
-                                                           const typename Op::T *in, const typename Op::T *in2,
+                                                           const typename Op::TI *in, const typename Op::TI *in2,
                                                            int64_t n, rngx_layout g) {
   using T = typename Op::T;
+  using TI = typename Op::TI;
   uint64_t seed0, offset0;
   single_key(keys, seed0, offset0);
   const int last = g.nd - 1;
@@ -334,7 +351,8 @@ __global__ void __launch_bounds__(kThreads) strided_kernel(Op op, Keys keys, typ
   for (int64_t grp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; grp < groups; grp += step) {
     const int64_t i0 = 4 * grp;
     int64_t po[4] = {}, pi, pi2, inner = 0;
-    T x[4] = {}, x2[4] = {}, y[4];
+    TI x[4] = {}, x2[4] = {};
+    T y[4];
     locate(g, i0, po[0], pi, pi2, inner);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -388,23 +406,24 @@ inline Keys keys_of(const rngx_job *job) {
 template <class Op>
 int launch(const Op &op, const rngx_job *job, void *stream_ptr) {
   using T = typename Op::T;
+  using TI = typename Op::TI;
   int64_t n = 1;
   for (int d = 0; d < job->ndim; ++d) n *= job->sizes[d];
   if (n == 0) return (int)cudaSuccess;
   const cudaStream_t stream = (cudaStream_t)stream_ptr;
   const Keys st = keys_of(job);
   T *out = (T *)job->out.data;
-  const T *in = Op::kReads ? (const T *)job->in.data : nullptr;
-  const T *in2 = Op::kReads > 1 ? (const T *)job->in2.data : nullptr;
+  const TI *in = Op::kReads ? (const TI *)job->in.data : nullptr;
+  const TI *in2 = Op::kReads > 1 ? (const TI *)job->in2.data : nullptr;
   rngx_layout c;
   rngx_collapse(job, Op::kReads, &c);
   const int reads = Op::kReads;
   // Whether dim d runs along memory for every operand.
   const auto unit = [&](int d) { return c.so[d] == 1 && (reads < 1 || c.si[d] == 1) && (reads < 2 || c.si2[d] == 1); };
   if (c.nd == 1 && unit(0)) {
-    const uintptr_t a = Wide<T>::kBytes - 1;
-    const bool wide = ((uintptr_t)out & a) == 0 && (reads < 1 || ((uintptr_t)in & a) == 0) &&
-                      (reads < 2 || ((uintptr_t)in2 & a) == 0);
+    const uintptr_t a = Wide<T>::kBytes - 1, ai = Wide<TI>::kBytes - 1;
+    const bool wide = ((uintptr_t)out & a) == 0 && (reads < 1 || ((uintptr_t)in & ai) == 0) &&
+                      (reads < 2 || ((uintptr_t)in2 & ai) == 0);
     RNGX_LAUNCH(contiguous_kernel<Op>, blocks_for((n + 3) / 4), kThreads, stream, op, st, out, in, in2, n, wide);
   } else if ((c.nd == 2 || c.nd == 3) && unit(c.nd - 2)) {
     const int l = c.nd - 1;

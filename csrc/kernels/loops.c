@@ -85,9 +85,27 @@
     else kernel##_##sfx##_run(op->p, r->w, r->n, r->out, r->so);                                                   \
   }
 
+/* SROUND: stochastic_round's span in the common case that every x is within the target's range, without the
+ * element's NaN and out-of-range selects (rngx_sround_in_range_*: half the float32 -> bfloat16 loop's time); a span
+ * with any x past the range (or NaN) is then done again by the element itself. */
+#define RNGX_SPAN_SROUND(kernel, sfx, T, K, reads)                                                                \
+  CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so,             \
+                                       const rngx_##kernel##_input_##sfx *x, int64_t si) {                        \
+    uint32_t past = 0;                                                                                            \
+    for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_in_range_##sfx(w + (K) * j, x[j * si], &past);   \
+    if (past)                                                                                                     \
+      for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, x[j * si]);     \
+  }                                                                                                               \
+  RNGX_CLONES FLAT static void kernel##_##sfx(const rngx_op *op, const rngx_span *r) {                            \
+    if (r->so == 1 && r->si == 1) kernel##_##sfx##_run(op->p, r->w, r->n, r->out, 1, r->in, 1);                    \
+    else if (r->so == 1 && r->si == 0) kernel##_##sfx##_run(op->p, r->w, r->n, r->out, 1, r->in, 0);               \
+    else kernel##_##sfx##_run(op->p, r->w, r->n, r->out, r->so, r->in, r->si);                                     \
+  }
+
 /* A kernel whose CPU loop is not its form's plain one says so here (RNGX_OWN_SPAN_<kernel>: "~, its span"); the
  * others take RNGX_SPAN_<form>. */
 #define RNGX_OWN_SPAN_truncnorm ~, RNGX_SPAN_TRUNCNORM
+#define RNGX_OWN_SPAN_sround ~, RNGX_SPAN_SROUND
 #define RNGX_SECOND(a, b, ...) b
 #define RNGX_SECOND_OF(...) RNGX_SECOND(__VA_ARGS__)
 #define RNGX_CPU_SPAN(kernel, form) RNGX_SECOND_OF(RNGX_CAT(RNGX_OWN_SPAN_, kernel), RNGX_SPAN_##form, ~)
@@ -144,6 +162,9 @@
 #define RNGX_LOOP_INTS_WIDE(kernel, dtype, p, words)                                                              \
   (RNGX_WIDE(dtype, p, words) ? kernel##_b64_wide : RNGX_LOOP_INTS(kernel, dtype, p, words))
 #define RNGX_LOOP_F64(kernel, dtype, p, words) kernel##_f64
+#define RNGX_LOOP_ROUND(in, IN, out, OUT, TO, k, kernel, dtype, p)                                                \
+  (p)->from == RNGX_##IN && (dtype) == RNGX_##OUT ? kernel##_##in##_##out:
+#define RNGX_LOOP_ROUNDS(kernel, dtype, p, words) (RNGX_ROUND_PAIRS(RNGX_LOOP_ROUND, kernel, dtype, p)(rngx_loop_fn)0)
 
 #define RNGX_PAIRED_ELEMENTS 0
 #define RNGX_PAIRED_PAIRS 1
@@ -155,6 +176,7 @@
   void rngx_##kernel(const rngx_job *job, const rngx_params *p, int64_t begin, int64_t end) {                     \
     const rngx_op op = {.loop = RNGX_CAT(RNGX_LOOP_, RNGX_TYPES_##out)(kernel, job->dtype, p, words),             \
                         .reads_input = RNGX_READS_##first,                                                        \
+                        .in_dtype = RNGX_CAT(RNGX_INPUT_DTYPE_, RNGX_TYPES_##out)(job->dtype, p),                 \
                         .k = rngx_##kernel##_words(job->dtype, p),                                                \
                         .paired = RNGX_PAIRED_##form,                                                             \
                         .p = *p};                                                                                 \
@@ -169,6 +191,7 @@ RNGX_SAMPLERS(RNGX_CPU_SAMPLER)
   void rngx_##kernel(const rngx_job *job, int64_t begin, int64_t end) {                                           \
     const rngx_params none = {0};                                                                                 \
     const rngx_op op = {.loop = RNGX_LOOP_##types(kernel, job->dtype, &none, words), .reads_input = reads,        \
+                        .in_dtype = job->dtype,                                                                   \
                         .k = rngx_##kernel##_words(job->dtype), .paired = RNGX_PAIRED_##form, .p = none};         \
     rngx_execute(job, &op, begin, end);                                                                           \
   }

@@ -39,7 +39,7 @@ typedef struct {
 
 typedef struct {
   rngx_keys keys;
-  rngx_dtype dtype;      /* of out, and of the inputs the op reads */
+  rngx_dtype dtype;      /* of out, and of the inputs the op reads (stochastic_round reads x in rngx_params.from) */
   int ndim;              /* <= RNGX_MAX_DIMS */
   const int64_t *sizes;  /* the logical shape, shared by out and the inputs */
   rngx_operand out, in;
@@ -72,6 +72,16 @@ void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_
 
 /* ---- from the op table: each kernel's words per element, and the kernel itself ---- */
 
+/* Bytes per element of a dtype. */
+static inline int64_t rngx_dtype_size(rngx_dtype dtype) {
+  switch (dtype) {
+    case RNGX_BITS8: case RNGX_FLOAT8_E4M3FN: case RNGX_FLOAT8_E5M2: return 1;
+    case RNGX_FLOAT16: case RNGX_BFLOAT16: case RNGX_BITS16: return 2;
+    case RNGX_FLOAT32: case RNGX_BITS32: return 4;
+    default: return 8;
+  }
+}
+
 /* A row's words by output dtype: (float16, bfloat16, float32, float64) or (8, 16, 32, 64 bits). */
 static inline int rngx_words_by_dtype(rngx_dtype dtype, int f16, int bf16, int f32, int f64) {
   return dtype == RNGX_FLOAT16 ? f16 : dtype == RNGX_BFLOAT16 ? bf16 : dtype == RNGX_FLOAT32 ? f32 : f64;
@@ -85,11 +95,13 @@ static inline int rngx_words_by_width(rngx_dtype dtype, int b8, int b16, int b32
 #define RNGX_WORDS_INTS(dtype, p, words) rngx_words_by_width(dtype, RNGX_UNPACK(words))
 #define RNGX_WORDS_INTS_WIDE(dtype, p, words) (RNGX_WIDE(dtype, p, words) ? RNGX_PICK(2, words) : RNGX_PICK(0, words))
 #define RNGX_WORDS_F64(dtype, p, words) ((void)(dtype), RNGX_PICK(0, words))
+#define RNGX_WORDS_ROUNDS(dtype, p, words) ((void)(dtype), rngx_words_by_dtype((p)->from, RNGX_UNPACK(words)))
 /* The element types of each output kind, and each(kernel, <dtype>, T, K, reads) for each of them, K from the
  * row's words in the same order: the loops (loops.c) and functors (ops_cuda.cu) of a kernel. */
 #define RNGX_TYPES_DTYPE_OPTIONAL FLOATS
 #define RNGX_TYPES_DTYPE_FIRST FLOATS
 #define RNGX_TYPES_DTYPE_INT INTS_WIDE
+#define RNGX_TYPES_DTYPE_ROUND ROUNDS
 #define RNGX_FOR_FLOATS(each, kernel, reads, words)                                                               \
   each(kernel, f16, uint16_t, RNGX_PICK(0, words), reads)                                                         \
   each(kernel, bf16, uint16_t, RNGX_PICK(1, words), reads)                                                        \
@@ -107,6 +119,28 @@ static inline int rngx_words_by_width(rngx_dtype dtype, int b8, int b16, int b32
   each(kernel, b64, uint64_t, RNGX_PICK(0, words), reads)                                                         \
   each(kernel, b64_wide, uint64_t, RNGX_PICK(2, words), reads)
 #define RNGX_FOR_F64(each, kernel, reads, words) each(kernel, f64, double, RNGX_PICK(0, words), reads)
+/* DTYPE_ROUND (stochastic_round): one loop per (input, target) pair that rngx_sround_pair accepts, suffix
+ * <input>_<target>, its words the row's for the input's dtype. X(in, IN, out, OUT, TO, k, ...): the suffixes, their
+ * rngx_dtype names, the target's C type and k, the input's place in a row's (float16, bfloat16, float32, float64).
+ * float32 and float64 round to all four targets, float16 to bfloat16 and the float8 types, bfloat16 to the float8
+ * types. */
+#define RNGX_ROUND_TO_BF16(X, in, IN, k, ...) X(in, IN, bf16, BFLOAT16, uint16_t, k, __VA_ARGS__)
+#define RNGX_ROUND_TO_16(X, in, IN, k, ...)                                                                       \
+  RNGX_ROUND_TO_BF16(X, in, IN, k, __VA_ARGS__) X(in, IN, f16, FLOAT16, uint16_t, k, __VA_ARGS__)
+#define RNGX_ROUND_TO_8(X, in, IN, k, ...)                                                                        \
+  X(in, IN, e4m3, FLOAT8_E4M3FN, uint8_t, k, __VA_ARGS__) X(in, IN, e5m2, FLOAT8_E5M2, uint8_t, k, __VA_ARGS__)
+#define RNGX_ROUND_PAIRS(X, ...)                                                                                  \
+  RNGX_ROUND_TO_BF16(X, f16, FLOAT16, 0, __VA_ARGS__) RNGX_ROUND_TO_8(X, f16, FLOAT16, 0, __VA_ARGS__)            \
+  RNGX_ROUND_TO_8(X, bf16, BFLOAT16, 1, __VA_ARGS__)                                                              \
+  RNGX_ROUND_TO_16(X, f32, FLOAT32, 2, __VA_ARGS__) RNGX_ROUND_TO_8(X, f32, FLOAT32, 2, __VA_ARGS__)              \
+  RNGX_ROUND_TO_16(X, f64, FLOAT64, 3, __VA_ARGS__) RNGX_ROUND_TO_8(X, f64, FLOAT64, 3, __VA_ARGS__)
+#define RNGX_EACH_ROUND(in, IN, out, OUT, TO, k, each, kernel, reads, words)                                      \
+  each(kernel, in##_##out, TO, RNGX_PICK(k, words), reads)
+#define RNGX_FOR_ROUNDS(each, kernel, reads, words) RNGX_ROUND_PAIRS(RNGX_EACH_ROUND, each, kernel, reads, words)
+/* The dtype a kind's kernels read their input in: the output's, but stochastic_round's x's. */
+#define RNGX_INPUT_DTYPE_FLOATS(dtype, p) (dtype)
+#define RNGX_INPUT_DTYPE_INTS_WIDE(dtype, p) (dtype)
+#define RNGX_INPUT_DTYPE_ROUNDS(dtype, p) ((p)->from)
 /* A sampler's first argument: whether its kernel reads it. */
 #define RNGX_READS_like 0
 #define RNGX_READS_x 1

@@ -9,15 +9,20 @@
 
 namespace rngx {
 
-// A kernel's element for one output dtype as the walks (layouts.cuh) take it: the element type T, K words per
-// element (the row's), whether it reads its input, and the element; a paired kernel gives a pair's two.
+// The type an element function takes x in (T but for stochastic_round's pairs): its third parameter's.
+template <class R, class X>
+X input_of(R (*)(const rngx_params *, const uint32_t *, X));
+
+// A kernel's element for one output dtype as the walks (layouts.cuh) take it: the element type T, the input's TI,
+// K words per element (the row's), whether it reads its input, and the element; a paired kernel gives a pair's two.
 #define RNGX_CUDA_ELEMENTS(kernel, sfx, T_, K_, reads)                                                            \
   struct kernel##_##sfx {                                                                                         \
     using T = T_;                                                                                                 \
+    using TI = decltype(input_of(&rngx_##kernel##_element_##sfx));                                                \
     static constexpr int K = K_;                                                                                  \
     static constexpr int kReads = reads;                                                                          \
     rngx_params p;                                                                                                \
-    __device__ T operator()(T x, const uint32_t *w) const { return rngx_##kernel##_element_##sfx(&p, w, x); }    \
+    __device__ T operator()(TI x, const uint32_t *w) const { return rngx_##kernel##_element_##sfx(&p, w, x); }   \
   };
 // A paired kernel that reads two inputs (normal_tensor) takes each element's: the even one's and the odd one's.
 #define RNGX_CUDA_PAIR_0(kernel, sfx)                                                                             \
@@ -29,6 +34,7 @@ namespace rngx {
 #define RNGX_CUDA_PAIRS(kernel, sfx, T_, K_, reads)                                                               \
   struct kernel##_##sfx {                                                                                         \
     using T = T_;                                                                                                 \
+    using TI = T_;                                                                                                \
     static constexpr int K = K_;                                                                                  \
     static constexpr int kReads = reads;                                                                          \
     static constexpr bool kPaired = true;                                                                         \
@@ -77,6 +83,14 @@ int launch_f64(const rngx_job *job, void *stream, const rngx_params &p) {
   launch_ints_wide<kernel##_b8, kernel##_b16, kernel##_b32, kernel##_b64, kernel##_b64_wide>(                     \
       job, stream, *(p), RNGX_WIDE((job)->dtype, p, words))
 #define RNGX_CUDA_LAUNCH_F64(kernel, job, stream, p, words) launch_f64<kernel##_f64>(job, stream, *(p))
+// stochastic_round: by the pair (x's dtype, the target's).
+#define RNGX_CUDA_LAUNCH_ROUND(in, IN, out, OUT, TO, k, kernel, job, stream, p)                                   \
+  if ((p)->from == RNGX_##IN && (job)->dtype == RNGX_##OUT) return launch(kernel##_##in##_##out{*(p)}, job, stream);
+#define RNGX_CUDA_LAUNCH_ROUNDS(kernel, job, stream, p, words)                                                    \
+  [&] {                                                                                                           \
+    RNGX_ROUND_PAIRS(RNGX_CUDA_LAUNCH_ROUND, kernel, job, stream, p)                                              \
+    return (int)cudaErrorInvalidValue;                                                                            \
+  }()
 
 // split / fold_in: one child key (keys.h) per thread
 __global__ void split_kernel(const int64_t *keys, int64_t n, int64_t num, int64_t *out) {

@@ -60,4 +60,10 @@ RNGX_FN uint32_t rngx_key_word(uint64_t seed, uint64_t offset, uint64_t t) {
   return rngx_block(seed, offset + (t >> 2)).v[t & 3u];
 }
 
+/* Element j of an op with k = 1, 2 or 4 words per element starts at word k*j: in block floor(k j / 4) of its key
+ * (added to the offset modulo 2^64), at lane rngx_element_lane. Formed without k*j itself, which passes 2^64 for
+ * k = 4 from j = 2^62 on (block numbers wrap; word indices do not). An element's k words lie in one block. */
+RNGX_FN uint64_t rngx_element_block(uint64_t j, unsigned k) { return (j >> 2) * k + (((j & 3u) * k) >> 2); }
+RNGX_FN unsigned rngx_element_lane(uint64_t j, unsigned k) { return (unsigned)(j * k) & 3u; }
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "philox.h"
 #include "stream.h"
 
 /* Words per batch: whole SIMD groups (AVX-512 fills 32 blocks = 128 words at a time), few enough that the
@@ -23,15 +24,6 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-static int64_t element_size(rngx_dtype dtype) {
-  switch (dtype) {
-    case RNGX_BITS8: return 1;
-    case RNGX_FLOAT16: case RNGX_BFLOAT16: case RNGX_BITS16: return 2;
-    case RNGX_FLOAT32: case RNGX_BITS32: return 4;
-    default: return 8;
-  }
-}
 
 /* ---- layout ---- */
 
@@ -69,8 +61,8 @@ typedef struct {
   const rngx_job *job;
   const rngx_op *op;
   const rngx_layout *l;
-  int k;        /* words per element */
-  int64_t size; /* element size in bytes */
+  int k;                 /* words per element */
+  int64_t size, in_size; /* element sizes in bytes: the output's, the input's */
 } rngx_walk;
 
 void rngx_key_of_segment(const rngx_job *job, int64_t q, uint64_t *seed, uint64_t *offset, uint64_t *pos) {
@@ -104,16 +96,17 @@ static const uint32_t *words_for(const rngx_walk *wk, int64_t i, int64_t n, uint
     const int64_t q = i / event, j = i - q * event, m = min64(end - i, event - j);
     uint64_t seed, offset, pos;
     rngx_key_of_segment(wk->job, q, &seed, &offset, &pos);
-    const uint64_t first = (uint64_t)k * (pos + (uint64_t)j), lane = first & 3u;
+    const uint64_t e = pos + (uint64_t)j, first = offset + rngx_element_block(e, (unsigned)k);
+    const uint64_t lane = rngx_element_lane(e, (unsigned)k);
     const int64_t blocks = (int64_t)((lane + (uint64_t)(k * m) + 3u) >> 2);
     if (words == NULL) {
-      rngx_fill_blocks(seed, offset + (first >> 2), blocks, next);
+      rngx_fill_blocks(seed, first, blocks, next);
       words = next + lane;
       next += lane;
     } else {
       uint32_t saved[3];
       memcpy(saved, next - lane, lane * sizeof *saved);
-      rngx_fill_blocks(seed, offset + (first >> 2), blocks, next - lane);
+      rngx_fill_blocks(seed, first, blocks, next - lane);
       memcpy(next - lane, saved, lane * sizeof *saved);
     }
     next += k * m;
@@ -147,9 +140,9 @@ static void span_at(const rngx_walk *wk, const uint32_t *w, int64_t n, rngx_row 
                        so,
                        si,
                        (char *)wk->job->out.data + (at.out + col * so) * wk->size,
-                       reads > 0 ? (const char *)wk->job->in.data + (at.in + col * si) * wk->size : 0,
+                       reads > 0 ? (const char *)wk->job->in.data + (at.in + col * si) * wk->in_size : 0,
                        odd,
-                       reads > 1 ? (const char *)wk->job->in2.data + (at.in2 + col * si2) * wk->size : 0,
+                       reads > 1 ? (const char *)wk->job->in2.data + (at.in2 + col * si2) * wk->in_size : 0,
                        si2};
   wk->op->loop(wk->op, &r);
 }
@@ -210,7 +203,7 @@ void rngx_execute(const rngx_job *job, const rngx_op *op, int64_t begin, int64_t
   rngx_layout l;
   if (begin >= end) return;
   rngx_collapse(job, op->reads_input, &l);
-  const rngx_walk wk = {job, op, &l, op->k, element_size(job->dtype)};
+  const rngx_walk wk = {job, op, &l, op->k, rngx_dtype_size(job->dtype), rngx_dtype_size(op->in_dtype)};
   const int strided = l.so[l.nd - 1] != 1 || (op->reads_input > 0 && l.si[l.nd - 1] != 1) ||
                       (op->reads_input > 1 && l.si2[l.nd - 1] != 1);
   if (l.nd >= 2 && strided && l.size[l.nd - 1] >= TILE_WORDS / wk.k)

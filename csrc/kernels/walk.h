@@ -20,7 +20,8 @@ typedef void (*rngx_loop_fn)(const rngx_op *op, const rngx_span *r);
 
 struct rngx_op {
   rngx_loop_fn loop;
-  int reads_input; /* the inputs its loop reads: 0, 1 or 2 */
+  int reads_input;     /* the inputs its loop reads: 0, 1 or 2 */
+  rngx_dtype in_dtype; /* the inputs', where the op reads any: the output's but for stochastic_round */
   int k; /* words per element (its row's, csrc/op_table.h) */
   int paired; /* elements 2p and 2p + 1 of a key's stream come from the words of both (normal) */
   rngx_params p;

@@ -1,7 +1,7 @@
 /* Every Philox path this build and CPU can run (simd.h) against the scalar reference in philox.h, block for
  * block: rngx_fill_blocks from many starts and counts, across counter carries at block 2^32 and the wrap at
- * block 2^64, writing nothing past its end. Then every op (normal, truncated normal, bernoulli and randint
- * included) and dtype (bits and randint at 8/16/32/64 bits too) under every
+ * block 2^64, writing nothing past its end. Then every op (normal, truncated normal, bernoulli, randint and
+ * stochastic_round's every (input, target) pair included) and dtype (bits and randint at 8/16/32/64 bits too) under every
  * path against the scalar path, in several layouts, with one key and with batched keys, split into chunks at
  * odd points (as threads split them). Built with -DRNGX_SCALAR_ONLY, only scalar must be offered. */
 #include <stdint.h>
@@ -89,18 +89,15 @@ static rngx_keys keys_of(const key_cfg *kc, int ndim, const int64_t *sizes, uint
 typedef enum {
   OP_BITS, OP_UNIFORM, OP_NOISE, OP_DROPOUT, OP_NORMAL, OP_TRUNCNORM, OP_BERNOULLI, OP_BERNOULLI_P, OP_RANDINT,
   OP_NORMAL_TENSOR, OP_ALPHA_DROPOUT, OP_RRELU, OP_CAUCHY, OP_LOG_NORMAL, OP_GEOMETRIC, /* issue 43's */
-  OP_LAST = OP_GEOMETRIC
+  OP_SROUND /* stochastic_round: x of another dtype (saturating from float64); the last */
 } op_kind;
 
 static int integer_op(int op) { return op == OP_BITS || op == OP_RANDINT; }
 
-static size_t elsize(rngx_dtype dt) {
-  return dt == RNGX_BITS8 ? 1 : dt == RNGX_FLOAT16 || dt == RNGX_BFLOAT16 || dt == RNGX_BITS16 ? 2
-         : dt == RNGX_FLOAT32 || dt == RNGX_BITS32 ? 4 : 8;
-}
+static size_t elsize(rngx_dtype dt) { return (size_t)rngx_dtype_size(dt); }
 
-/* Runs op on [0, numel) in the chunks cut at `cuts` (a 0-terminated list of split points). */
-static void run_op(op_kind op, const rngx_job *job, int64_t numel, const int64_t *cuts) {
+/* Runs op on [0, numel) in the chunks cut at `cuts` (a 0-terminated list of split points); x's dtype is in_dt. */
+static void run_op(op_kind op, const rngx_job *job, rngx_dtype in_dt, int64_t numel, const int64_t *cuts) {
   int64_t begin = 0;
   for (int c = 0;; ++c) {
     const int64_t end = cuts[c] > 0 && cuts[c] < numel ? cuts[c] : numel;
@@ -161,39 +158,45 @@ static void run_op(op_kind op, const rngx_job *job, int64_t numel, const int64_t
         CHECK(rngx_geometric_params(job->dtype, 0.3, &p) == NULL);
         rngx_geometric(job, &p, begin, end);
         break;
+      case OP_SROUND:
+        CHECK(rngx_sround_params(job->dtype, in_dt, in_dt == RNGX_FLOAT64, &p) == NULL);
+        rngx_sround(job, &p, begin, end);
+        break;
     }
     if (end == numel) return;
     begin = end;
   }
 }
 
-/* Output bytes of op on a fresh output of the given shape and strides, input x filled from a fixed pattern. */
-static unsigned char *op_output(op_kind op, rngx_dtype dt, const rngx_keys *keys, int ndim, const int64_t *sizes,
-                                const int64_t *strides, int64_t span, int64_t numel, const int64_t *cuts) {
-  const size_t bytes = (size_t)span * elsize(dt);
-  unsigned char *out = malloc(bytes), *in = malloc(bytes);
+/* Output bytes of op on a fresh output of the given shape and strides, input x (of dtype in_dt) filled from a
+ * fixed pattern. */
+static unsigned char *op_output(op_kind op, rngx_dtype dt, rngx_dtype in_dt, const rngx_keys *keys, int ndim,
+                                const int64_t *sizes, const int64_t *strides, int64_t span, int64_t numel,
+                                const int64_t *cuts) {
+  const size_t bytes = (size_t)span * elsize(dt), in_bytes = (size_t)span * elsize(in_dt);
+  unsigned char *out = malloc(bytes), *in = malloc(in_bytes);
   memset(out, 0xA5, bytes);
-  for (size_t b = 0; b < bytes; ++b) in[b] = (unsigned char)(b * 131u + 7u);
-  if (dt == RNGX_FLOAT16 || dt == RNGX_BFLOAT16) /* keep inputs finite: clear the top exponent bit */
-    for (size_t b = 1; b < bytes; b += 2) in[b] &= 0xBF;
+  for (size_t b = 0; b < in_bytes; ++b) in[b] = (unsigned char)(b * 131u + 7u);
+  if (in_dt == RNGX_FLOAT16 || in_dt == RNGX_BFLOAT16) /* keep inputs finite: clear the top exponent bit */
+    for (size_t b = 1; b < in_bytes; b += 2) in[b] &= 0xBF;
   else
-    for (size_t b = elsize(dt) - 1; b < bytes; b += elsize(dt)) in[b] &= 0xBF;
+    for (size_t b = elsize(in_dt) - 1; b < in_bytes; b += elsize(in_dt)) in[b] &= 0xBF;
   const rngx_job job = {.keys = *keys, .dtype = dt, .ndim = ndim, .sizes = sizes, .out = {out, strides},
                         .in = {in, strides}, .in2 = {in, strides}};
-  run_op(op, &job, numel, cuts);
+  run_op(op, &job, in_dt, numel, cuts);
   free(in);
   return out;
 }
 
-static void compare_paths(rngx_simd path, op_kind op, rngx_dtype dt, const rngx_keys *keys, int ndim,
-                          const int64_t *sizes, const int64_t *strides, int64_t span, int64_t numel,
+static void compare_paths(rngx_simd path, op_kind op, rngx_dtype dt, rngx_dtype in_dt, const rngx_keys *keys,
+                          int ndim, const int64_t *sizes, const int64_t *strides, int64_t span, int64_t numel,
                           const int64_t *const *cuts, int ncuts, const char *what) {
   static const int64_t whole[] = {0};
   rngx_simd_select(RNGX_SIMD_SCALAR);
-  unsigned char *want = op_output(op, dt, keys, ndim, sizes, strides, span, numel, whole);
+  unsigned char *want = op_output(op, dt, in_dt, keys, ndim, sizes, strides, span, numel, whole);
   rngx_simd_select(path);
   for (int c = 0; c < ncuts; ++c) {
-    unsigned char *got = op_output(op, dt, keys, ndim, sizes, strides, span, numel, cuts[c]);
+    unsigned char *got = op_output(op, dt, in_dt, keys, ndim, sizes, strides, span, numel, cuts[c]);
     CHECK_MSG(memcmp(got, want, (size_t)span * elsize(dt)) == 0, "    %s: op %d, dtype %d, offset %llu, %s, cuts %d\n",
               rngx_simd_name(path), op, (int)dt, (unsigned long long)keys->offset, what, c);
     free(got);
@@ -208,25 +211,27 @@ static void check_ops_against_scalar(rngx_simd path) {
   static const rngx_dtype dtypes[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64,
                                       RNGX_BITS8,   RNGX_BITS16,   RNGX_BITS32,   RNGX_BITS64};
   static const uint64_t offsets[] = {0, 3, 0 - 6ull};
+  static const rngx_dtype targets[] = {RNGX_BFLOAT16, RNGX_FLOAT16, RNGX_FLOAT8_E4M3FN, RNGX_FLOAT8_E5M2};
   for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; ++d)
-    for (int op = OP_BITS; op <= OP_LAST; ++op) {
-      const rngx_dtype dt = dtypes[d];
-      if ((dt >= RNGX_BITS8) != integer_op(op)) continue;
+    for (int o = OP_BITS; o <= OP_SROUND + 3; ++o) { /* stochastic_round: x of dtypes[d], each target */
+      const op_kind op = o < OP_SROUND ? (op_kind)o : OP_SROUND;
+      const rngx_dtype in_dt = dtypes[d], dt = op == OP_SROUND ? targets[o - OP_SROUND] : in_dt;
+      if (op == OP_SROUND ? !rngx_sround_pair(in_dt, dt) : (dt >= RNGX_BITS8) != integer_op(op)) continue;
       for (size_t k = 0; k < sizeof KEY_CFGS / sizeof *KEY_CFGS; ++k)
         for (size_t o = 0; o < (k == 0 ? 3 : 1); ++o) {
           const rngx_keys keys = keys_of(&KEY_CFGS[k], NDIM, SIZES, offsets[o]);
           for (size_t l = 0; l < sizeof LAYOUTS / sizeof *LAYOUTS; ++l) {
             /* batched keys: the contiguous and channels_last layouts only, to stay quick */
             if (k > 0 && l != 0 && l != 1) continue;
-            compare_paths(path, op, dt, &keys, NDIM, SIZES, LAYOUTS[l].strides, LAYOUTS[l].span, NUMEL, cuts, 3,
-                          KEY_CFGS[k].name);
+            compare_paths(path, op, dt, in_dt, &keys, NDIM, SIZES, LAYOUTS[l].strides, LAYOUTS[l].span, NUMEL, cuts,
+                          3, KEY_CFGS[k].name);
           }
         }
       /* The tiled walk (long strided rows) against the scalar path. */
       for (size_t k = 0; k < sizeof LKEY_CFGS / sizeof *LKEY_CFGS; ++k)
         for (size_t o = 0; o < (k == 0 ? 3 : 1); ++o) {
           const rngx_keys keys = keys_of(&LKEY_CFGS[k], 3, LSIZES, offsets[o]);
-          compare_paths(path, op, dt, &keys, 3, LSIZES, LSTRIDES, LNUMEL, LNUMEL, tcuts, 1, LKEY_CFGS[k].name);
+          compare_paths(path, op, dt, in_dt, &keys, 3, LSIZES, LSTRIDES, LNUMEL, LNUMEL, tcuts, 1, LKEY_CFGS[k].name);
         }
     }
 }
@@ -251,8 +256,8 @@ static void check_tiled_layout(void) {
                            .in = {x, contiguous}};
       const rngx_job jb = {.keys = keys, .dtype = dt, .ndim = 3, .sizes = LSIZES, .out = {b, LSTRIDES},
                            .in = {xs, LSTRIDES}};
-      run_op(op, &ja, LNUMEL, whole);
-      run_op(op, &jb, LNUMEL, whole);
+      run_op(op, &ja, dt, LNUMEL, whole);
+      run_op(op, &jb, dt, LNUMEL, whole);
       int same = 1;
       for (int64_t i0 = 0; i0 < R0; ++i0)
         for (int64_t i1 = 0; i1 < R1; ++i1)

@@ -1,7 +1,8 @@
 // The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
 // must write exactly the C kernels' bytes (csrc/kernels/loops.c) for every op (normal, truncated normal, bernoulli
-// with a scalar and a per-element p, randint, exponential, multinomial's race, and normal with tensor mean and std,
-// alpha dropout, rrelu, cauchy, log_normal and geometric included), dtype (bits and randint at 8/16/32/64 bits
+// with a scalar and a per-element p, randint, exponential, multinomial's race, normal with tensor mean and std,
+// alpha dropout, rrelu, cauchy, log_normal, geometric and stochastic_round's every (input, target) pair included),
+// dtype (bits and randint at 8/16/32/64 bits
 // too), layout, offset and key source: one key by value, one key in "device" memory, and batched keys in device
 // memory (per sample, per channel, broadcast dims with key stride 0, per element, runs of odd length, keys padded
 // apart). rngx_cuda_split / rngx_cuda_fold_in must equal rngx_split / rngx_fold_in. And the CUDA kernels give stream
@@ -124,17 +125,11 @@ std::vector<Layout> layouts(int64_t N, int64_t C, int64_t H, int64_t W) {
   };
 }
 
-int64_t elem_size(rngx_dtype dt) {
-  switch (dt) {
-    case RNGX_BITS8: return 1;
-    case RNGX_FLOAT16: case RNGX_BFLOAT16: case RNGX_BITS16: return 2;
-    case RNGX_FLOAT32: case RNGX_BITS32: return 4;
-    default: return 8;
-  }
-}
+int64_t elem_size(rngx_dtype dt) { return rngx_dtype_size(dt); }
 
 const char *dtype_name(rngx_dtype dt) {
-  static const char *const names[] = {"float16", "bfloat16", "float32", "float64", "bits8", "bits16", "bits32", "bits64"};
+  static const char *const names[] = {"float16", "bfloat16", "float32", "float64",       "bits8",
+                                      "bits16",  "bits32",   "bits64",  "float8_e4m3fn", "float8_e5m2"};
   return names[dt];
 }
 
@@ -147,12 +142,14 @@ constexpr bool kNaNs = false;
 constexpr bool kNaNs = true;
 #endif
 
-std::vector<unsigned char> make_input(rngx_dtype dt, int64_t n, std::mt19937 &rng) {
+// `wide`: ordinary values scaled by 2^-40 .. 2^19 (stochastic_round's subnormal and out-of-range targets).
+std::vector<unsigned char> make_input(rngx_dtype dt, int64_t n, std::mt19937 &rng, bool wide = false) {
   std::vector<unsigned char> buf(n * elem_size(dt));
   std::uniform_real_distribution<float> val(-4.f, 4.f);
   for (int64_t i = 0; i < n; ++i) {
     const unsigned pick = rng() % 64;
-    const float f = pick == 0 ? (kNaNs ? NAN : INFINITY) : pick == 1 ? -INFINITY : pick == 2 ? 0.f : val(rng);
+    const float scale = wide ? std::ldexp(1.f, (int)(rng() % 60) - 40) : 1.f;
+    const float f = pick == 0 ? (kNaNs ? NAN : INFINITY) : pick == 1 ? -INFINITY : pick == 2 ? 0.f : val(rng) * scale;
     unsigned char *p = &buf[i * elem_size(dt)];
     if (dt == RNGX_FLOAT32) std::memcpy(p, &f, 4);
     if (dt == RNGX_FLOAT64) {
@@ -214,12 +211,13 @@ Keys make_keys(const KeyCfg &cfg, const std::vector<int64_t> &sizes, uint64_t se
 // ---- running ----
 
 enum Op {
-  BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE,
+  BITS, UNIFORM, NOISE, DROPOUT, NORMAL, TRUNCNORM, BERNOULLI, BERNOULLI_P, RANDINT, EXPONENTIAL, RACE, ROUND,
   NORMAL_TENSOR, ALPHA_DROPOUT, RRELU, CAUCHY, LOG_NORMAL, GEOMETRIC  // issue 43's
 };
 
 // The op's parameters, derived once on the host (rngx_*_params) and read by both kernels. randint's are the
-// kernels' numbers themselves (low, and a range up to 2^64 - 1 from any low).
+// kernels' numbers themselves (low, and a range up to 2^64 - 1 from any low); stochastic_round's a = x's dtype,
+// b = saturate.
 rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
   rngx_params p{};
   const char *refused = nullptr;
@@ -231,6 +229,7 @@ rngx_params params_of(Op op, rngx_dtype dt, double a, double b) {
   if (op == EXPONENTIAL) refused = rngx_exponential_params(dt, a, &p);
   if (op == TRUNCNORM) refused = rngx_truncnorm_params(dt, 0.25, 1.5, a, b, &p);
   if (op == RANDINT) p.low = (uint64_t)(int64_t)a, p.range = (uint64_t)b;
+  if (op == ROUND) refused = rngx_sround_params(dt, (rngx_dtype)(int)a, b != 0, &p);
   if (op == ALPHA_DROPOUT) refused = rngx_alpha_dropout_params(dt, a, &p);
   if (op == RRELU) refused = rngx_rrelu_params(dt, a, b, &p);
   if (op == CAUCHY) refused = rngx_cauchy_params(dt, a, b, &p);
@@ -253,6 +252,7 @@ void run_cpu(Op op, const rngx_job &job, int64_t n, double a, double b) {
   if (op == RANDINT) rngx_randint(&job, &p, 0, n);
   if (op == EXPONENTIAL) rngx_exponential(&job, &p, 0, n);
   if (op == RACE) rngx_race(&job, 0, n);
+  if (op == ROUND) rngx_sround(&job, &p, 0, n);
   if (op == NORMAL_TENSOR) rngx_normal_tensor(&job, 0, n);
   if (op == ALPHA_DROPOUT) rngx_alpha_dropout(&job, &p, 0, n);
   if (op == RRELU) rngx_rrelu(&job, &p, 0, n);
@@ -273,6 +273,7 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
   if (op == RANDINT) return rngx_cuda_randint(&job, nullptr, &p);
   if (op == EXPONENTIAL) return rngx_cuda_exponential(&job, nullptr, &p);
   if (op == RACE) return rngx_cuda_race(&job, nullptr);
+  if (op == ROUND) return rngx_cuda_sround(&job, nullptr, &p);
   if (op == NORMAL_TENSOR) return rngx_cuda_normal_tensor(&job, nullptr);
   if (op == ALPHA_DROPOUT) return rngx_cuda_alpha_dropout(&job, nullptr, &p);
   if (op == RRELU) return rngx_cuda_rrelu(&job, nullptr, &p);
@@ -284,24 +285,25 @@ int run_cuda(Op op, const rngx_job &job, double a, double b) {
 
 const char *op_name(Op op) {
   static const char *const names[] = {"bits", "uniform", "noise", "dropout", "normal", "truncnorm", "bernoulli",
-                                      "bernoulli_p", "randint", "exponential", "race", "normal_tensor",
-                                      "alpha_dropout", "rrelu", "cauchy", "log_normal", "geometric"};
+                                      "bernoulli_p", "randint", "exponential", "race", "stochastic_round",
+                                      "normal_tensor", "alpha_dropout", "rrelu", "cauchy", "log_normal", "geometric"};
   return names[op];
 }
 
 long compares;
 
 // One op on one layout with one key source: the C kernel with the keys in host memory, the CUDA kernel with the
-// same keys in "device" memory, and, for a single key, the CUDA kernel with it by value.
-void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, double a, double b, const char *keys_name,
-             std::mt19937 &rng) {
+// same keys in "device" memory, and, for a single key, the CUDA kernel with it by value. The input is of dtype
+// in_dt: dt's but for stochastic_round.
+void compare_from(Op op, rngx_dtype dt, rngx_dtype in_dt, const Layout &L, const Keys &K, bool single, double a,
+                  double b, const char *keys_name, std::mt19937 &rng) {
   int64_t n = 1;
   for (int64_t s : L.sizes) n *= s;
-  const int64_t es = elem_size(dt), out_n = extent(L.sizes, L.out_strides);
-  std::vector<unsigned char> in = make_input(dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng);
+  const int64_t es = elem_size(dt), ies = elem_size(in_dt), out_n = extent(L.sizes, L.out_strides);
+  std::vector<unsigned char> in = make_input(in_dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng, op == ROUND);
   // normal_tensor's std (its second input): the same layout as its mean, other values, no NaN (a NaN std scales
   // as any value would: left out for the real GPU's canonical NaN, as above)
-  std::vector<unsigned char> in2 = make_input(dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng);
+  std::vector<unsigned char> in2 = make_input(in_dt, L.in_shift + extent(L.sizes, L.in_strides) + 1, rng);
   std::vector<unsigned char> cpu(out_n * es + 64, 0xAB);
   const Dev<unsigned char> d_in(in), d_in2(in2), d_out(cpu), d_out_val(cpu);
   const Dev<int64_t> d_pairs(K.pairs);
@@ -310,19 +312,20 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
   job.dtype = dt;
   job.ndim = (int)L.sizes.size();
   job.sizes = L.sizes.data();
-  job.in = {in.data() + L.in_shift * es, L.in_strides.data()};
+  job.in = {in.data() + L.in_shift * ies, L.in_strides.data()};
   job.out = {cpu.data(), L.out_strides.data()};
   // ops with no input operand at all: bernoulli with a scalar p, and the like-samplers of issue 43
   const bool no_input = op == BERNOULLI || op == CAUCHY || op == LOG_NORMAL || op == GEOMETRIC;
   if (no_input) job.in.data = nullptr;
   if (op == NORMAL_TENSOR) job.in2 = {in2.data() + L.in_shift * es, L.in_strides.data()};
   run_cpu(op, job, n, a, b);
-  job.in.data = no_input ? nullptr : d_in.get() + L.in_shift * es;
-  if (op == NORMAL_TENSOR) job.in2.data = d_in2.get() + L.in_shift * es;
+  job.in.data = no_input ? nullptr : d_in.get() + L.in_shift * ies;
+  if (op == NORMAL_TENSOR) job.in2.data = d_in2.get() + L.in_shift * ies;
   job.out.data = d_out.get();
   job.keys.pairs = d_pairs.get() + (K.keys.pairs - K.pairs.data());  // a global view starts inside the state
   CHECK(run_cuda(op, job, a, b) == 0);
-  const std::string what = std::string(op_name(op)) + " " + dtype_name(dt) + " " + L.name + " keys " + keys_name;
+  const std::string what = std::string(op_name(op)) + " " + dtype_name(in_dt) + "->" + dtype_name(dt) + " " + L.name +
+                           " keys " + keys_name;
   CHECK_MSG(cpu == d_out.read(), "  %s, offset %llu (keys on device)\n", what.c_str(), (unsigned long long)K.pairs[1]);
   if (single) {
     job.keys.pairs = nullptr;
@@ -333,6 +336,26 @@ void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, 
     CHECK_MSG(cpu == d_out_val.read(), "  %s, offset %llu (key by value)\n", what.c_str(), (unsigned long long)K.pairs[1]);
   }
   ++compares;
+}
+
+void compare(Op op, rngx_dtype dt, const Layout &L, const Keys &K, bool single, double a, double b, const char *keys_name,
+             std::mt19937 &rng) {
+  compare_from(op, dt, dt, L, K, single, a, b, keys_name, rng);
+}
+
+// stochastic_round's (input, target) pairs, each with and without saturate; without `full`, one pair per pair of
+// element sizes.
+void compare_rounds(const Layout &L, const Keys &K, bool single, const char *keys_name, bool full, std::mt19937 &rng) {
+  const rngx_dtype floats[] = {RNGX_FLOAT16, RNGX_BFLOAT16, RNGX_FLOAT32, RNGX_FLOAT64};
+  const rngx_dtype targets[] = {RNGX_BFLOAT16, RNGX_FLOAT16, RNGX_FLOAT8_E4M3FN, RNGX_FLOAT8_E5M2};
+  for (rngx_dtype from : floats)
+    for (rngx_dtype to : targets) {
+      const bool some = (to == RNGX_BFLOAT16 && from != RNGX_FLOAT64) || (to == RNGX_FLOAT8_E5M2 && from != RNGX_FLOAT16);
+      if (!rngx_sround_pair(from, to) || !(full || some)) continue;
+      for (int saturate : {0, 1})
+        if (full || saturate == (to == RNGX_FLOAT8_E5M2))
+          compare_from(ROUND, to, from, L, K, single, (double)from, saturate, keys_name, rng);
+    }
 }
 
 // Every op and dtype; `full` adds more parameters (bits has none).
@@ -368,6 +391,7 @@ void compare_all_ops(const Layout &L, const Keys &K, bool single, const char *ke
     compare(NOISE, dt, L, K, single, 0.375, 0, keys_name, rng);
     for (double p : {0.0, 1.0}) compare(DROPOUT, dt, L, K, single, p, 0, keys_name, rng);
   }
+  compare_rounds(L, K, single, keys_name, full, rng);
 }
 
 void check_ops() {
@@ -439,6 +463,33 @@ void check_global_view() {
   }
 }
 
+// Blocks of a tensor of nearly 2^63 elements (a global view), just below, at and past 2^62, where randint's word index
+// 4 j (int64, a range above 2^32) passes 2^64, and at its end: the CUDA kernels must form no k*j (element j's words
+// start in block offset + k j / 4). The C kernels are checked against the spec there (tests/c/test_huge_index.c).
+void check_huge_index() {
+  std::mt19937 rng(62);
+  std::mt19937_64 key_rng(63);
+  const int64_t two62 = 1ll << 62;
+  const Layout rows{"huge, 1-D", {67}, {1}, {1}, 0}, block{"huge, 2-D", {2, 37}, {37, 1}, {37, 1}, 0};
+  const struct {
+    const Layout &L;
+    std::vector<int64_t> global, start;
+  } views[] = {
+      {rows, {INT64_MAX}, {two62 - 31}},
+      {rows, {INT64_MAX}, {two62}},
+      {rows, {INT64_MAX}, {3 * (two62 / 2) + 1}},
+      {rows, {INT64_MAX}, {INT64_MAX - 67}},
+      {block, {1ll << 31, (1ll << 32) - 1}, {1ll << 30, (1ll << 32) - 40}},  // a row below 2^62, the next past it
+  };
+  for (const auto &v : views)
+    for (uint64_t offset : {0ull, 0 - 5ull}) {
+      Keys K = make_keys({"single", {}, 1}, v.global, key_rng(), offset, key_rng);
+      K.pos.assign(v.global.size(), 0);
+      rngx_global_view(&K.keys, (int)v.global.size(), v.L.sizes.data(), v.global.data(), v.start.data(), K.pos.data());
+      compare_all_ops(v.L, K, true, "single, global view", false, rng);
+    }
+}
+
 // ---- split and fold_in ----
 
 void check_split_fold_in() {
@@ -484,6 +535,8 @@ rngx_dtype kat_dtype(const std::string &d) {
   if (d == "int8" || d == "uint8") return RNGX_BITS8;
   if (d == "int16" || d == "uint16") return RNGX_BITS16;
   if (d == "int32" || d == "uint32") return RNGX_BITS32;
+  if (d == "float8_e4m3fn") return RNGX_FLOAT8_E4M3FN;
+  if (d == "float8_e5m2") return RNGX_FLOAT8_E5M2;
   return RNGX_BITS64;
 }
 
@@ -585,18 +638,24 @@ void check_kat() {
       CHECK_MSG(got == std::vector<uint64_t>(c.bits, c.bits + c.n), "  %s: the CUDA kernels' values differ\n", c.name);
       continue;
     }
-    const rngx_dtype dt = kat_dtype(c.dtype);
-    const int64_t es = elem_size(dt);
+    // stochastic_round: x of the case's dtype (its bits in the case), out of the target's
+    const bool round = op == "stochastic_round";
+    const rngx_dtype in_dt = kat_dtype(c.dtype), dt = round ? kat_dtype(c.to) : in_dt;
+    const int64_t es = elem_size(dt), ies = elem_size(in_dt);
     const bool view = c.global_shape[0] != 0;
     std::vector<int64_t> strides(c.ndim, 1), pos(c.ndim, 0), key_strides(1, 2);
     for (int d = c.ndim - 2; d >= 0; --d) strides[d] = strides[d + 1] * c.shape[d + 1];
     const int64_t n = c.shape[0] * (c.ndim == 2 ? c.shape[1] : 1);
-    std::vector<unsigned char> in(n * es), in2(n * es), out(n * es, 0xAB);
+    std::vector<unsigned char> in(n * ies), in2(n * es), out(n * es, 0xAB);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = c.ndim == 2 ? i / c.shape[1] : 0, col = c.ndim == 2 ? i % c.shape[1] : i;
       const int64_t at = view ? (c.global_start[0] + r) * c.global_shape[1] + c.global_start[1] + col : i;
-      kat_input(dt, at, &in[i * es], op == "bernoulli_tensor");
-      kat_input(dt, at, &in2[i * es], true);
+      if (round) {
+        std::memcpy(&in[i * ies], &c.x[i], ies);  // little-endian: the low bytes
+      } else {
+        kat_input(dt, at, &in[i * es], op == "bernoulli_tensor");
+        kat_input(dt, at, &in2[i * es], true);
+      }
     }
     const std::vector<int64_t> pairs(c.keys, c.keys + 2 * c.nkeys);
     const Dev<int64_t> d_pairs(pairs);
@@ -653,6 +712,7 @@ void check_kat() {
       job.in2 = {d_in2.get(), strides.data()};
       rc = rngx_cuda_normal_tensor(&job, nullptr);
     }
+    if (round && accepted(rngx_sround_params(dt, in_dt, c.p0 != 0, &p))) rc = rngx_cuda_sround(&job, nullptr, &p);
     CHECK_MSG(rc == 0, "  %s: not run\n", c.name);
     const std::vector<unsigned char> got = d_out.read();
     bool ok = c.n == n;
@@ -670,6 +730,7 @@ void check_kat() {
 int main() {
   check_ops();
   check_global_view();
+  check_huge_index();
   check_split_fold_in();
   check_kat();
   std::printf("%ld op comparisons, %zu known answers\n", compares, sizeof RNGX_KAT / sizeof *RNGX_KAT);

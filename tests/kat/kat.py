@@ -55,6 +55,19 @@ OPS = {
     "split": (("int64", "uint64"), {"num": 3}, "state"),
     "fold_in": (("int64", "uint64"), {"data": 9}, "state"),
     "fold_in_wrap": (("int64",), {"data": U64 - 2}, "state", "fold_in"),
+    # stochastic_round(x, state, dtype, saturate): x of the case's dtype holding `round_inputs`, rounded to the
+    # target `dtype`; its values are the target's bits, and the case also stores x's bits
+    "stochastic_round": (("float16", "float32", "float64"), {"dtype": "bfloat16", "saturate": False}, "x+dtype"),
+    "stochastic_round_float16": (("float32", "float64"), {"dtype": "float16", "saturate": False}, "x+dtype",
+                                 "stochastic_round"),
+    "stochastic_round_e4m3fn": (FLOATS, {"dtype": "float8_e4m3fn", "saturate": False}, "x+dtype", "stochastic_round"),
+    "stochastic_round_e5m2": (FLOATS, {"dtype": "float8_e5m2", "saturate": False}, "x+dtype", "stochastic_round"),
+    "stochastic_round_saturate": (("float32", "float64"), {"dtype": "bfloat16", "saturate": True}, "x+dtype",
+                                  "stochastic_round"),
+    "stochastic_round_saturate_float16": (("float32",), {"dtype": "float16", "saturate": True}, "x+dtype",
+                                          "stochastic_round"),
+    "stochastic_round_saturate_e5m2": (("float32", "float64"), {"dtype": "float8_e5m2", "saturate": True}, "x+dtype",
+                                       "stochastic_round"),
     # issue 43's ops: normal with the tensor mean `input_values` and std `probabilities` ("like+mean+std"); alpha
     # dropout at p = 1 (x * 0) an entry of its own; geometric's counts past float16's range an entry of their own
     "normal_tensor": (FLOATS, {}, "like+mean+std"),
@@ -125,6 +138,29 @@ def weights(rows):
     return ((i * 7) % 5) / 4
 
 
+# stochastic_round's inputs by the target's m (mantissa bits), emin (smallest normal exponent) and MAX (largest
+# finite value): a value between two of its values, a negative one, one in its subnormals, one below its smallest
+# subnormal, NaN, inf, one past MAX (to inf or MAX), one just below MAX, -0 and one far past MAX.
+ROUND_TARGETS = {"bfloat16": (7, -126, (2 - 2**-7) * 2.0**127), "float16": (10, -14, 65504.0),
+                 "float8_e4m3fn": (3, -6, 448.0), "float8_e5m2": (2, -14, 57344.0)}
+
+
+def round_inputs(shape, dtype, target):
+    """The input at row-major index i of the (global) tensor, as float64 values exact in `dtype` (each rounded there
+    to nearest even; out of its range to +-inf): class i % 10 of the list above, scaled by 1 + 0.1234 (i // 10)."""
+    import torch
+
+    m, emin, top = ROUND_TARGETS[target]
+    table = [1 + 0.3 * 2.0**-m, -2.718281828459045, 0.37 * 2.0**emin, 0.37 * 2.0 ** (emin - m), float("nan"),
+             float("inf"), -1.01 * top, 0.999 * top, -0.0, 1.9 * top]
+    v = [table[i % 10] * (1 + 0.1234 * (i // 10)) for i in range(prod(shape))]
+    return torch.tensor(v, dtype=torch.float64).to(getattr(torch, dtype)).double().numpy().reshape(shape)
+
+
+def _block(full, shape, gshape, gstart):
+    return full if gshape is None else full[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]
+
+
 def keys_of(layout):
     """The layout's keys as a flat list of [seed, offset] pairs (unsigned)."""
     return np.array(LAYOUTS[layout][1], dtype=object).reshape(-1, 2).tolist()
@@ -165,10 +201,13 @@ def rngx_bits(entry, dtype, layout, device="cpu"):
                           **kwargs)
         return _bits_of(out)
     if first == "like+mean+std":
-        block = lambda a: a if gshape is None else a[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]  # noqa: E731
-        mean, std = (torch.tensor(block(f(gshape or shape)), dtype=tdt, device=device)
+        mean, std = (torch.tensor(_block(f(gshape or shape), shape, gshape, gstart), dtype=tdt, device=device)
                      for f in (input_values, probabilities))
         return _bits_of(F.normal(torch.empty(shape, dtype=tdt, device=device), st, mean, std, **kwargs))
+    if first == "x+dtype":
+        x = torch.tensor(_block(round_inputs(gshape or shape, dtype, params["dtype"]), shape, gshape, gstart),
+                         dtype=torch.float64).to(tdt).to(device)
+        return _bits_of(F.stochastic_round(x, st, getattr(torch, params["dtype"]), params["saturate"], **kwargs))
     if first == "x":
         full = input_values(gshape or shape)
         block = full if gshape is None else full[tuple(slice(s, s + n) for s, n in zip(gstart, shape))]
@@ -223,6 +262,9 @@ def ref_bits(entry, dtype, layout):
     state = np.array(state, dtype=np.uint64)
     if first == "like+p":  # p converted to the dtype (exact here), then compared as float64
         out = ref.bernoulli_ref(full_shape, state, dtype, probabilities(full_shape))
+    elif first == "x+dtype":
+        x = round_inputs(full_shape, dtype, params["dtype"])
+        out = ref.stochastic_round_ref(x, state, dtype, params["dtype"], params["saturate"])
     elif first == "like+mean+std":  # both exact in every dtype
         out = ref.normal_tensor_ref(full_shape, state, dtype, input_values(full_shape), probabilities(full_shape))
     else:
@@ -267,7 +309,9 @@ def width_of(entry, dtype):
     """The bits of a case's values: its dtype's, or int64 indices (multinomial)."""
     if op_of(entry) == "multinomial":
         return 64
-    return {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "float16": 16, "bfloat16": 16}.get(
+    if op_of(entry) == "stochastic_round":  # the target's
+        dtype = OPS[entry][1]["dtype"]
+    return {"float8_e4m3fn": 8, "float8_e5m2": 8, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "float16": 16, "bfloat16": 16}.get(
         dtype, 64 if dtype in ("int64", "uint64", "float64") else 32)
 
 
@@ -278,8 +322,11 @@ def write():
         if got != want:
             sys.exit(f"{case_name(entry, dtype, layout)}: torch_rngx {got} != reference {want}; nothing written")
         digits = width_of(entry, dtype) // 4
-        cases.append({"name": case_name(entry, dtype, layout), "op": op_of(entry), "dtype": dtype,
-                      "params": OPS[entry][1], "layout": layout, "bits": [f"{v:0{digits}x}" for v in got]})
+        case = {"name": case_name(entry, dtype, layout), "op": op_of(entry), "dtype": dtype,
+                "params": OPS[entry][1], "layout": layout, "bits": [f"{v:0{digits}x}" for v in got]}
+        if OPS[entry][2] == "x+dtype":  # the input too, as x's bits
+            case["x"] = input_bits(entry, dtype, layout)
+        cases.append(case)
     layouts = {name: {"shape": list(s), "state": st, "global_shape": g and list(g), "global_start": g0 and list(g0)}
                for name, (s, st, g, g0) in LAYOUTS.items()}
     doc = {"stream": STREAM, "about": "docs/stream.md; written by tests/kat/kat.py", "layouts": layouts,
@@ -290,6 +337,15 @@ def write():
     with open(HEADER_PATH, "w") as f:
         f.write(header_text(doc))
     print(f"wrote {len(cases)} cases to {JSON_PATH} and {HEADER_PATH}")
+
+
+def input_bits(entry, dtype, layout):
+    """A stochastic_round case's input (the block of round_inputs), as hex bits of x's dtype."""
+    import torch
+
+    shape, _, gshape, gstart = LAYOUTS[layout]
+    x = torch.tensor(_block(round_inputs(gshape or shape, dtype, OPS[entry][1]["dtype"]), shape, gshape, gstart))
+    return [f"{v:0{width_of('bits', dtype) // 4}x}" for v in _bits_of(x.to(getattr(torch, dtype)))]
 
 
 def _c_array(v, n, fmt="{}"):
@@ -305,14 +361,19 @@ def header_text(doc):
              "  int64_t shape[2], global_shape[2], global_start[2]; /* global_shape[0] == 0: no view */",
              "  int nkeys;", "  uint64_t keys[4]; /* [seed, offset] pairs: one key, or one per row */",
              "  int n;", "  uint64_t bits[12];",
-             "  uint64_t u0; /* split's num, fold_in's data, exactly */", "} rngx_kat_case;", "",
+             "  uint64_t u0; /* split's num, fold_in's data, exactly */",
+             "  const char *to; /* stochastic_round's target dtype (p0: saturate) */",
+             "  uint64_t x[12]; /* stochastic_round's input, as x's bits */", "} rngx_kat_case;", "",
              "static const rngx_kat_case RNGX_KAT[] = {"]
     for c in doc["cases"]:
         lay = doc["layouts"][c["layout"]]
-        p = list(c["params"].values()) + [0] * (4 - len(c["params"]))
+        numbers = [v for v in c["params"].values() if not isinstance(v, str)]  # a target dtype goes in `to`
+        p = numbers + [0] * (4 - len(numbers))
         keys = np.array(lay["state"], dtype=object).reshape(-1).tolist()
         shapes = [_c_array(lay[k] or [], 2) for k in ("shape", "global_shape", "global_start")]
         exact = f", {c['params'].get('num', c['params'].get('data'))}ull" if c["op"] in ("split", "fold_in") else ""
+        if "x" in c:
+            exact = f', 0ull, "{c["params"]["dtype"]}", {_c_array(["0x" + b for b in c["x"]], 0, "{}ull")}'
         lines.append(
             f'  {{"{c["name"]}", "{c["op"]}", "{c["dtype"]}", {", ".join(repr(float(v)) for v in p)}, '
             f'{len(lay["shape"])}, {", ".join(shapes)}, {len(keys) // 2}, {_c_array(keys, 4, "{}ull")}, '

@@ -1,0 +1,162 @@
+"""What torch_rngx.data.DataLoader costs per sample against torch's own DataLoader (docs/performance.md, "Data
+loading"): a dataset whose items are torch.randn(64), read in epochs by both loaders with shuffle=True, interleaved in
+one run.
+
+Per sample: an epoch's CPU time in the processes that read the samples (the workers, or the main process with
+num_workers=0), and its wall time, divided by its samples; overhead = ours - torch's. CPU time is what the targets
+are about, and what the other loads of a shared machine disturb least. Targets: <= 30 µs in workers, <= 100 µs with
+num_workers=0 (where the main process's generators are saved and restored around each batch). Workers are persistent,
+so that their start is not counted; each configuration reads a warm-up epoch first.
+
+    python3 benchmarks/data.py [samples]
+
+It ends with the pieces' costs, in one process: each generator's seeding (per sample), a routed torch.randn(64)
+against torch's own, the keys, and the saving and restoring of the main process's generators (per batch).
+"""
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import torch_rngx
+
+# (num_workers, batch_size, target in µs per sample)
+CONFIGS = [(0, 1, 100), (0, 4, 100), (0, 32, 100), (1, 1, 30), (1, 32, 30), (2, 32, 30)]
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+class Randn(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.randn(64)
+
+
+def _cpu(pids):
+    """CPU seconds (user + system) the processes `pids` have used; this process's own when pids is empty."""
+    if not pids:
+        return time.process_time()
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICK
+
+
+def _warm_up(loader):
+    """Reads an epoch; returns the pids of the worker processes it started (kept: persistent_workers)."""
+    before = {p.pid for p in multiprocessing.active_children()}
+    for _ in loader:
+        pass
+    return sorted({p.pid for p in multiprocessing.active_children()} - before)
+
+
+def _epoch(loader, pids):
+    cpu, wall = _cpu(pids), time.perf_counter()
+    for _ in loader:
+        pass
+    return _cpu(pids) - cpu, time.perf_counter() - wall
+
+
+def run(samples=16384, rounds=5):
+    dataset = Randn(samples)
+    rows = []
+    for workers, batch, target in CONFIGS:
+        extra = {"persistent_workers": True} if workers else {}
+        loaders = {
+            "ours": torch_rngx.data.DataLoader(dataset, batch, shuffle=True, num_workers=workers, seed=0, **extra),
+            "torch": DataLoader(dataset, batch, shuffle=True, num_workers=workers, **extra),
+        }
+        pids = {name: _warm_up(loader) for name, loader in loaders.items()}
+        cpu = {name: [] for name in loaders}
+        wall = {name: [] for name in loaders}
+        for _ in range(rounds):  # interleaved, so load on the machine hits both alike
+            for name, loader in loaders.items():
+                c, w = _epoch(loader, pids[name])
+                cpu[name].append(c / samples * 1e6)
+                wall[name].append(w / samples * 1e6)
+        rows.append({
+            "workers": workers, "batch": batch, "target_us": target,
+            "ours_cpu_us": statistics.median(cpu["ours"]), "torch_cpu_us": statistics.median(cpu["torch"]),
+            "ours_wall_us": min(wall["ours"]), "torch_wall_us": min(wall["torch"]),
+        })
+        del loaders
+    return rows
+
+
+def print_table(rows, samples):
+    print(f"\ntorch_rngx.data.DataLoader against torch's, {samples} samples of torch.randn(64) an epoch, shuffle=True, "
+          "µs per sample: CPU in the processes reading the samples (median of the rounds), wall (best)")
+    print(f"{'num_workers':>11s} {'batch':>5s} {'CPU ours':>9s} {'torch':>7s} {'overhead':>9s} {'wall ours':>10s} "
+          f"{'torch':>7s}  target (CPU overhead)")
+    for r in rows:
+        overhead = r["ours_cpu_us"] - r["torch_cpu_us"]
+        met = "met" if overhead <= r["target_us"] else "MISSED"
+        print(f"{r['workers']:11d} {r['batch']:5d} {r['ours_cpu_us']:9.1f} {r['torch_cpu_us']:7.1f} {overhead:9.1f} "
+              f"{r['ours_wall_us']:10.1f} {r['torch_wall_us']:7.1f}  <= {r['target_us']} {met}")
+
+
+def pieces(rounds=9, number=2000):
+    """µs per call, the best of the rounds, of what the loader does per sample and per batch (in one process)."""
+    import random
+
+    import numpy as np
+
+    g = torch_rngx.Generator(0)
+    state = {"torch": torch.default_generator.get_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+
+    def routed():
+        with torch_rngx.mode(generator=g, uncovered="ignore"):
+            return torch.randn(64)
+
+    calls = {
+        "torch.default_generator.manual_seed (per sample)": lambda: torch.default_generator.manual_seed(2132911612),
+        "random.seed, 64 bits (per sample)": lambda: random.seed(12951537266777458841),
+        "np.random.seed, 32 bits (per sample)": lambda: np.random.seed(603562097),
+        "torch.randn(64)": lambda: torch.randn(64),
+        "torch.randn(64) routed, mode entered and left": routed,
+        "torch_rngx.data.sample_keys(seed, epoch, index), alone (the loader: one fold_in and split a batch)": (
+            lambda: torch_rngx.data.sample_keys(0, 0, 17)),
+        "torch's generator saved and restored (per batch, main process)": lambda: torch.default_generator.set_state(
+            torch.default_generator.get_state()),
+        "random's saved and restored (per batch, main process)": lambda: random.setstate(random.getstate()),
+        "NumPy's saved and restored: get_state, set_state": lambda: np.random.set_state(np.random.get_state()),
+        "NumPy's saved and restored: the loader's copy of its words (per batch, main process)": (
+            lambda: torch_rngx.data._NumpyState().restore()),
+    }
+    best = {name: min(timeit_us(f, number) for _ in range(rounds)) for name, f in calls.items()}
+    torch.default_generator.set_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    print("\npieces, in one process (µs per call, best of the rounds)")
+    for name, us in best.items():
+        print(f"{us:8.2f}  {name}")
+
+
+def timeit_us(f, number):
+    start = time.perf_counter()
+    for _ in range(number):
+        f()
+    return (time.perf_counter() - start) / number * 1e6
+
+
+if __name__ == "__main__":
+    import machine
+
+    print(machine.line())
+    torch.set_num_threads(1)  # the work is per sample; torch's workers run one thread each too
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 16384
+    before = os.getloadavg()[0]
+    rows = run(n)
+    print_table(rows, n)
+    print(f"load average (1 min) {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
+    pieces()

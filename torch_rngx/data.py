@@ -1,0 +1,557 @@
+"""Data loading in which sample i of epoch e always sees the same randomness, whatever the worker, the worker count, the
+start method, the rank or the resume point (docs: guide/, "Data loading"; the keys: docs: stream/, "Data: keys").
+
+DataLoader is torch's, with three parts of its own:
+- the order (_Order): the epoch's permutation from our stream, keyed by (seed, epoch), cut in ranks as
+  DistributedSampler cuts its own; the sampler torch iterates (_Tagged) hands out (epoch, index) pairs, so each
+  index carries its epoch to whichever worker reads it, forked, spawned or persistent;
+- the dataset torch's iterators read (_Scoped): dataset[index] under the sample's scope, a torch_rngx.mode on the
+  sample's key with torch's default generator, Python's random and NumPy's global generator seeded from it (restored
+  afterwards in the main process);
+- state_dict: the epoch and the batches delivered in it, from which the rest of the epoch follows.
+
+torchdata's StatefulDataLoader was weighed as the base: its state holds each worker's snapshot (its dataset's and
+generators' states), which ties a checkpoint to its worker count, and it keeps torch's per-worker seeds. Here the order
+and every sample's randomness are functions of (seed, epoch, index), so two integers resume any worker count and
+torch's own loader serves.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import itertools
+import operator
+import random
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
+
+from . import _checks, _reuse
+from ._mode import mode
+from ._random_ops import drawing_from_torch
+from ._spec import ops
+from ._torch import batches_yielded, build_dataloader_iterator, function_modes_set_aside
+from .functional import key, randperm
+from .generator import Generator
+
+try:  # torch imports NumPy where it is installed; where it is not, no dataset can draw from it
+    import numpy
+except ImportError:  # pragma: no cover
+    numpy = None  # type: ignore[assignment]
+
+__all__ = ["DataLoader", "SampleKeys", "sample_keys"]
+
+_U64 = 1 << 64
+_LOW32 = (1 << 32) - 1
+# fold_in data below an epoch's key: its order, its samples' keys and torch's worker seeds
+# (docs: stream/, "Data: keys").
+_ORDER, _SAMPLES, _WORKERS = 0, 1, 2
+
+
+def __dir__():
+    return __all__
+
+
+def _data(values: Union[int, Sequence[int]]) -> Tensor:
+    """Ints in [0, 2^64) as fold_in's int64 data (their bits)."""
+    if isinstance(values, int):
+        return torch.tensor(values - _U64 if values >= 1 << 63 else values, dtype=torch.int64)
+    return torch.tensor([v - _U64 if v >= 1 << 63 else v for v in values], dtype=torch.int64)
+
+
+def _epoch_child(root: Tensor, epoch: int, child: int) -> Tensor:
+    """fold_in(fold_in(root, epoch), child): a child of the epoch's key."""
+    return ops.fold_in(ops.fold_in(root, _data(epoch)), _data(child))
+
+
+class SampleKeys(NamedTuple):
+    """No torch counterpart. What the loader's scope around `dataset[index]` draws from (sample_keys).
+
+    Args:
+        key (Tensor): the int64 key [seed, offset] of the stream that torch's random calls draw from under the
+            scope's torch_rngx.mode (torch_rngx.Generator.on(key.clone()) draws it).
+        torch_seed (int): torch's default CPU generator's seed (torch.default_generator.manual_seed), for the calls
+            the mode leaves to torch: 32 bits, all that generator keeps of a seed.
+        python_seed (int): random.seed's, 64 bits.
+        numpy_seed (int): np.random.seed's, 32 bits (its fast path).
+
+    Example::
+
+        >>> torch_rngx.data.sample_keys(0, 0, 0).key.dtype
+        torch.int64
+    """
+
+    key: Tensor
+    torch_seed: int
+    python_seed: int
+    numpy_seed: int
+
+
+def _sample_keys(samples: Tensor, indices: Sequence[int]) -> list[SampleKeys]:
+    """The keys of `indices` below an epoch's samples key: one fold_in and one split for them all."""
+    nodes = ops.fold_in(samples.expand(len(indices), 2).contiguous(), _data(indices))
+    stream, seeds = ops.split(nodes, 2)
+    return [
+        SampleKeys(key, (high % _U64) >> 32, low % _U64, high & _LOW32)
+        for key, (low, high) in zip(stream, seeds.tolist())
+    ]
+
+
+def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
+    """No torch counterpart. The keys of sample `index` of `epoch` under `seed`, as torch_rngx.data.DataLoader's
+    scope uses them around dataset[index]: for a sampler, a loop or an IterableDataset of your own. Derived from stream
+    1.0 by fold_in and split (docs: stream/, "Data: keys"): the sample's key
+    s = fold_in(fold_in(fold_in(key(seed), epoch), 1), index); split(s, 2)[0] is the stream, and the four 32-bit words
+    of split(s, 2)[1] give the seeds: Python's the first two, NumPy's the third, torch's the fourth.
+
+    Args:
+        seed (int): the loader's seed, in [0, 2^64).
+        epoch (int): in [0, 2^64).
+        index (int): the sample's index in the dataset, in [0, 2^64).
+
+    Example::
+
+        >>> import random
+        >>> k = torch_rngx.data.sample_keys(seed=0, epoch=2, index=17)
+        >>> random.seed(k.python_seed)   # and np.random.seed(k.numpy_seed), torch.manual_seed(k.torch_seed)
+        >>> with torch_rngx.mode(generator=torch_rngx.Generator.on(k.key.clone())):
+        ...     crop = torch.randint(0, 8, (2,))   # what sample 17 draws in epoch 2, in any worker
+    """
+    root = key(seed)
+    _checks.fold_data(epoch, root, "epoch")
+    _checks.fold_data(index, root, "index")
+    found = _sample_keys(_epoch_child(root, epoch, _SAMPLES), [index])[0]
+    return SampleKeys(found.key.clone(), *found[1:])  # a key of its own, not a view of the batch's
+
+
+class _Order(Sampler[int]):
+    """This rank's part of an epoch's order: range(n), or with shuffle the permutation randperm(n, k) of the key
+    k = fold_in(fold_in(key(seed), epoch), 0); padded by repeating its start, or cut, to world_size equal parts, and
+    rank r's part its elements r, r + world_size, ..., as torch's DistributedSampler does."""
+
+    def __init__(self, n: int, root: Tensor, shuffle: bool, rank: int, world_size: int, drop_uneven: bool) -> None:
+        self.n, self.root, self.shuffle, self.rank, self.world_size = n, root, shuffle, rank, world_size
+        self.per_rank = n // world_size if drop_uneven else -(-n // world_size)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.per_rank
+
+    def __iter__(self) -> Iterator[int]:
+        order = randperm(self.n, _epoch_child(self.root, self.epoch, _ORDER)) if self.shuffle else torch.arange(self.n)
+        total = self.per_rank * self.world_size
+        if total > self.n:
+            order = order.repeat(-(-total // self.n))
+        return iter(order[self.rank : total : self.world_size].tolist())
+
+
+class _Tagged(Sampler):
+    """What one of torch's iterators iterates: the items of the loader's index sampler (its indices, or batches of
+    them) in epoch `epoch` from item `start` on, as (epoch, index) pairs. Made with each iterator (a persistent one's
+    is moved on to each new epoch); torch calls iter() on it as the iterator is made, and it takes the whole epoch's
+    items then, telling `source` (ours, a DistributedSampler) the epoch first: an iterator keeps its epoch however
+    many are made after it."""
+
+    def __init__(self, items: Iterable, source: Any, batched: bool, epoch: int, start: int) -> None:
+        self.items, self.source, self.batched, self.epoch, self.start = items, source, batched, epoch, start
+
+    def __len__(self) -> int:
+        return len(self.items)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator:
+        epoch = self.epoch
+        set_epoch = getattr(self.source, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+        items = list(itertools.islice(self.items, self.start, None))
+        if self.batched:
+            return ([(epoch, i) for i in batch] for batch in items)
+        return ((epoch, i) for i in items)
+
+
+class _Scoped(Dataset):
+    """The dataset torch's iterators read, in the main process and in every worker: (epoch, index) pairs, each read as
+    dataset[index] under its sample's scope. In a worker, get_worker_info().dataset is this view: `.dataset` is
+    yours."""
+
+    def __init__(self, dataset: Any, root: Tensor) -> None:
+        self.dataset, self.root = dataset, root
+        self._samples: Optional[tuple[int, Tensor]] = None  # (epoch, its samples key), per process
+
+    def __getitem__(self, tagged: tuple[int, int]) -> Any:
+        return self.__getitems__([tagged])[0]
+
+    def __getitems__(self, tagged: Sequence[tuple[int, int]]) -> list:
+        """A batch: its keys in one derivation; in the main process, the generators saved once and restored. The
+        torch function modes around the loader (a worker's, yours) are set aside meanwhile, and one mode of ours,
+        pointed at each sample's stream in turn, is the only one the samples' calls meet."""
+        if not tagged:
+            return []
+        with function_modes_set_aside():
+            epoch = tagged[0][0]
+            if self._samples is None or self._samples[0] != epoch:
+                self._samples = (epoch, _epoch_child(self.root, epoch, _SAMPLES))
+            indices = [i for _, i in tagged]
+            keys = _sample_keys(self._samples[1], indices)
+            streams = [_stream(k.key) for k in keys]  # made before the mode, which every tensor access would meet
+            saved = None if get_worker_info() is not None else _Saved()  # a worker process is the loader's own
+            try:
+                with mode(uncovered="ignore") as scope:
+                    return [self._read(scope, *sample) for sample in zip(indices, keys, streams)]
+            finally:
+                if saved is not None:
+                    saved.restore()
+
+    def _read(self, scope: mode, index: int, keys: SampleKeys, stream: Generator) -> Any:
+        torch.default_generator.manual_seed(keys.torch_seed)
+        random.seed(keys.python_seed)
+        if numpy is not None:
+            numpy.random.seed(keys.numpy_seed)
+        scope.generator = stream
+        return self.dataset[index]
+
+
+class _Collate:
+    """collate_fn as the loader runs it: in a worker, with the torch function modes the worker runs under set aside,
+    as torch's own workers run it (its calls do not pass through a Python mode; its random calls draw from torch's
+    per-worker generator); in the main process as it is."""
+
+    def __init__(self, collate_fn: Callable[[list], Any]) -> None:
+        self.collate_fn = collate_fn
+
+    def __call__(self, batch: list) -> Any:
+        if get_worker_info() is None:
+            return self.collate_fn(batch)
+        with function_modes_set_aside():
+            return self.collate_fn(batch)
+
+
+def _stream(state: Tensor) -> Generator:
+    """A Generator on `state`, a key of the loader's: the same sample (or epoch) read again draws the same words on
+    purpose, so the key-reuse checker starts its stream anew."""
+    if _reuse.active is not None:
+        _reuse.active.forget(state[0])
+    return Generator.on(state)
+
+
+class _NumpyState:
+    """NumPy's global generator, saved and restored by copying its MT19937 words and position whole from the address its
+    bit generator publishes (bit_generator.ctypes.state_address: `uint32 key[624]; int pos`), about 1 µs each way:
+    np.random.get_state() copies the 624 words one at a time (90-130 µs here, most of what a batch cost the main
+    process). What those bytes do not hold is the legacy normal RandomState caches between calls; drawing one normal
+    reads it, since a cached one comes back without the words moving, and is then given back through set_state."""
+
+    _BYTES = 624 * 4 + 4
+
+    def __init__(self) -> None:
+        get = getattr(numpy.random, "get_bit_generator", None)  # NumPy >= 1.25
+        generator = get() if get is not None else None
+        if not isinstance(generator, numpy.random.MT19937):  # older, or np.random.set_bit_generator: the general way
+            self.state, self.address = numpy.random.get_state(legacy=False), None
+            return
+        self.address = generator.ctypes.state_address
+        self.words = ctypes.string_at(self.address, self._BYTES)
+        normal = float(numpy.random.standard_normal())
+        self.cached_normal = normal if ctypes.string_at(self.address, self._BYTES) == self.words else None
+
+    def restore(self) -> None:
+        if self.address is None:
+            numpy.random.set_state(self.state)
+        elif self.cached_normal is None:
+            numpy.random.seed(0)  # drops a normal cached since; the words are overwritten next
+            ctypes.memmove(self.address, self.words, self._BYTES)
+        else:
+            key = numpy.frombuffer(self.words, numpy.uint32, 624)
+            pos = int(numpy.frombuffer(self.words, numpy.int32, 1, 624 * 4)[0])
+            numpy.random.set_state(("MT19937", key, pos, 1, self.cached_normal))
+
+
+class _Saved:
+    """The main process's generators that a scope seeds: torch's default (CPU) one, Python's and NumPy's."""
+
+    def __init__(self) -> None:
+        self.torch_state = torch.default_generator.get_state()
+        self.python_state = random.getstate()
+        self.numpy_state = _NumpyState() if numpy is not None else None
+
+    def restore(self) -> None:
+        torch.default_generator.set_state(self.torch_state)
+        random.setstate(self.python_state)
+        if self.numpy_state is not None:
+            self.numpy_state.restore()
+
+
+def _int_in(value: Any, name: str, low: int, high: int) -> int:
+    """value as an int in [low, high), or a TypeError/ValueError naming it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if not low <= value < high:
+        raise ValueError(f"{name} must be in [{low}, {high}), got {value}")
+    return value
+
+
+def _placement(rank: Optional[int], world_size: Optional[int]) -> tuple[int, int]:
+    """(rank, world_size): as given, else torch.distributed's where it is initialized, else (0, 1)."""
+    if rank is None or world_size is None:
+        if dist.is_available() and dist.is_initialized():
+            rank = dist.get_rank() if rank is None else rank
+            world_size = dist.get_world_size() if world_size is None else world_size
+        elif rank is not None or world_size is not None:
+            raise ValueError("pass rank= and world_size= together (torch.distributed is not initialized)")
+        else:
+            return 0, 1
+    world_size = _int_in(world_size, "world_size", 1, 1 << 63)
+    return _int_in(rank, f"rank (with world_size={world_size})", 0, world_size), world_size
+
+
+_STATE_KEYS = ("epoch", "position", "seed", "length", "world_size", "batch_size")
+
+
+class DataLoader(torch.utils.data.DataLoader):
+    """Stands in for ``torch.utils.data.DataLoader``, with the same arguments, in which sample i of epoch e sees the
+    same randomness whatever the worker, num_workers, start method, prefetch_factor, persistent_workers, rank,
+    world_size or resume point (docs: guide/, "Data loading"):
+
+    - shuffle=True: each epoch's order is a permutation drawn from the stream of (seed, epoch), the same for any
+      num_workers; rank r of world_size reads its part of that one order, as DistributedSampler splits its own.
+    - Around each dataset[i], from the key of (seed, epoch, i) (sample_keys): torch's random calls draw from our
+      stream under a torch_rngx.mode of their own; torch's default CPU generator (for the calls the mode leaves to
+      torch), Python's random and NumPy's global generator are seeded from it; in the main process all of them are
+      restored afterwards. A generator= given to a torch call there stays yours. collate_fn and worker_init_fn run
+      outside any sample's scope.
+    - Each new iteration is the next epoch; set_epoch(e) makes the next one e (DistributedSampler's convention).
+    - state_dict() / load_state_dict(): the epoch and the batches delivered in it. Restored into a new loader with any
+      num_workers, it yields the batches the uninterrupted loader would have yielded next.
+
+    A map-style dataset only (with __len__); an IterableDataset decides its own order, and is refused. A dataset's own
+    __getitems__ is not called: each sample is read by __getitem__ under its scope. In a worker,
+    get_worker_info().dataset is the loader's view of the dataset, and its `.dataset` yours.
+
+    torch's arguments (batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last,
+    timeout, worker_init_fn, multiprocessing_context, generator, prefetch_factor, persistent_workers,
+    pin_memory_device, in_order) keep torch's meaning. sampler= and batch_sampler= give the indices (told the epoch
+    through set_epoch if they have it) and exclude shuffle=, rank= and world_size=. generator= (a torch.Generator,
+    instead of seed=) is where the seed is drawn from, as torch's loader draws its order from it.
+
+    Args:
+        dataset (Dataset): a map-style dataset.
+
+    Keyword args:
+        seed (int, optional): in [0, 2^64). None draws one from generator= or torch's default generator, once, here
+            (so torch.manual_seed reproduces the run); required when world_size > 1, where every rank must use one.
+        rank (int, optional): this process's rank, in [0, world_size); default torch.distributed's, else 0.
+        world_size (int, optional): the number of ranks; default torch.distributed's, else 1.
+        drop_uneven (bool): DistributedSampler's drop_last. False (the default): when len(dataset) is not a multiple
+            of world_size, each epoch's order is padded with its first indices, so every rank reads
+            ceil(len / world_size) samples (a repeated index gets its first reading's randomness). True: the last
+            len % world_size indices of the order are left out that epoch.
+
+    Example::
+
+        >>> class Noisy(torch.utils.data.Dataset):
+        ...     def __len__(self):
+        ...         return 6
+        ...     def __getitem__(self, i):
+        ...         return i + torch.rand(())
+        >>> loader = torch_rngx.data.DataLoader(Noisy(), batch_size=3, shuffle=True, seed=0)
+        >>> first, second = [torch.cat(list(loader)) for _ in range(2)]   # epochs 0 and 1
+        >>> loader.set_epoch(0)
+        >>> torch.equal(torch.cat(list(loader)), first) and not torch.equal(first, second)
+        True
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: Optional[int] = 1,
+        shuffle: Optional[bool] = None,
+        sampler: Optional[Iterable[int]] = None,
+        batch_sampler: Optional[Iterable[list[int]]] = None,
+        num_workers: int = 0,
+        collate_fn: Optional[Callable[..., Any]] = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Optional[Callable[..., Any]] = None,
+        multiprocessing_context: Any = None,
+        generator: Optional[torch.Generator] = None,
+        *,
+        prefetch_factor: Optional[int] = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        seed: Optional[int] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        drop_uneven: bool = False,
+    ) -> None:
+        if isinstance(dataset, IterableDataset):
+            raise TypeError(
+                "dataset: torch_rngx.data.DataLoader reads a map-style dataset (__getitem__ and __len__); an "
+                "IterableDataset decides its own order. Give each record its randomness in its __iter__ with "
+                "torch_rngx.data.sample_keys(seed, epoch, index), under torch.utils.data.DataLoader"
+            )
+        if not hasattr(dataset, "__len__"):
+            raise TypeError(f"dataset must have a __len__ (a map-style dataset), got {type(dataset).__name__}")
+        given = "sampler" if sampler is not None else "batch_sampler" if batch_sampler is not None else None
+        if given is not None and shuffle:
+            raise ValueError(f"{given}= gives the order: pass it or shuffle=True, not both")
+        if given is not None and (rank is not None or world_size is not None):
+            raise ValueError(f"{given}= gives the indices: pass it or rank=/world_size=, not both")
+        if not isinstance(drop_uneven, bool):
+            raise TypeError(f"drop_uneven must be a bool, got {type(drop_uneven).__name__}")
+        rank, world_size = _placement(rank, world_size)
+        if seed is not None and generator is not None:
+            raise ValueError("pass seed= or generator=, not both")
+        if seed is None:
+            if world_size > 1:
+                raise ValueError(f"seed: pass the same int on every rank (world_size={world_size})")
+            with drawing_from_torch():  # torch's generator, even inside a torch_rngx.mode
+                seed = int(torch.empty((), dtype=torch.int64).random_(generator=generator))
+        root = key(seed)  # checks the seed
+        if sampler is None and batch_sampler is None:
+            sampler = _Order(len(dataset), root, bool(shuffle), rank, world_size, drop_uneven)
+        super().__init__(
+            dataset,
+            batch_size,
+            None,
+            sampler,
+            batch_sampler,
+            num_workers,
+            collate_fn,
+            pin_memory,
+            drop_last,
+            timeout,
+            worker_init_fn,
+            multiprocessing_context,
+            None,
+            prefetch_factor=prefetch_factor,
+            persistent_workers=persistent_workers,
+            pin_memory_device=pin_memory_device,
+            in_order=in_order,
+        )
+        self._seed, self._world_size, self._scoped = seed, world_size, _Scoped(dataset, root)
+        self._epoch_source = batch_sampler if batch_sampler is not None else self.sampler  # told each epoch
+        self._next = (0, 0)  # (epoch, batches to skip) of the next iteration
+        self._tagged: Optional[_Tagged] = None  # the last iterator's
+        self._running: Optional[tuple[int, int, Any]] = None  # (epoch, batches skipped, torch's iterator)
+
+    @property
+    def seed(self) -> int:
+        """The seed: the one given, or the one drawn at construction."""
+        return self._seed
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration epoch `epoch` (an int in [0, 2^64)), as DistributedSampler.set_epoch; naming the
+        epoch a load_state_dict resumes keeps its position.
+
+        Args:
+            epoch (int): the next iteration's epoch.
+
+        Example::
+
+            >>> loader = torch_rngx.data.DataLoader(range(4), shuffle=True, seed=0)
+            >>> loader.set_epoch(3)
+        """
+        epoch = _int_in(epoch, "epoch", 0, _U64)
+        if epoch != self._next[0]:
+            self._next = (epoch, 0)
+
+    def __iter__(self) -> Any:
+        (epoch, skip), self._next = self._next, (self._next[0] + 1, 0)
+        if self._tagged is not None and self.persistent_workers and self.num_workers > 0:
+            self._tagged.epoch, self._tagged.start = epoch, skip  # torch resets its one iterator, which reads this
+        else:
+            batches, source = self.batch_sampler, self._epoch_source
+            if batches is not None:  # torch iterates the batch sampler where it batches, else the sampler
+                self._tagged = _Tagged(batches, source, True, epoch, skip)
+            else:
+                self._tagged = _Tagged(self.sampler, source, False, epoch, skip)
+        iterator = super().__iter__()
+        self._running = (epoch, skip, iterator)
+        return iterator
+
+    def _get_iterator(self) -> Any:
+        """torch's iterator, made over a copy of this loader whose dataset is the scoped view, whose index sampler is
+        this iteration's _Tagged and whose collate_fn runs as torch's workers run it, under a mode of our own: torch's
+        one draw here, its workers' base seed, is routed to the epoch's key (no stream of yours moves, nothing is
+        reported), and its workers start under a quiet mode (_mode_workers), which worker_init_fn meets."""
+        tagged = self._tagged
+        assert tagged is not None  # __iter__ made it
+        view = copy.copy(self)
+        view.__dict__["dataset"] = self._scoped
+        view.__dict__["batch_sampler" if tagged.batched else "sampler"] = tagged
+        view.__dict__["collate_fn"] = _Collate(self.collate_fn)
+        with mode(generator=_stream(_epoch_child(self._scoped.root, tagged.epoch, _WORKERS)), uncovered="ignore"):
+            return build_dataloader_iterator(view)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the next batch comes from: {"epoch", "position" (the batches of that epoch delivered already),
+        and, checked by load_state_dict, "seed", "length" (len(dataset)), "world_size", "batch_size"}. Plain ints
+        (batch_size None without batching): torch.save and torch.load(weights_only=True) carry it.
+
+        Example::
+
+            >>> loader = torch_rngx.data.DataLoader(range(4), batch_size=2, seed=0)
+            >>> batches = iter(loader)
+            >>> _ = next(batches)
+            >>> loader.state_dict()["epoch"], loader.state_dict()["position"]
+            (0, 1)
+        """
+        if not self.in_order:
+            raise RuntimeError(
+                "state_dict: with in_order=False batches are delivered out of order, so their count does not say "
+                "where the epoch stands; resuming needs in_order=True (the default)"
+            )
+        epoch, position = self._next
+        if self._running is not None and self._next == (self._running[0] + 1, 0):
+            running, skipped, iterator = self._running
+            delivered = skipped + batches_yielded(iterator)
+            if delivered < len(self):
+                epoch, position = running, delivered
+        return {
+            "epoch": epoch,
+            "position": position,
+            "seed": self._seed,
+            "length": len(self._scoped.dataset),
+            "world_size": self._world_size,
+            "batch_size": self.batch_size,
+        }
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Continues from state_dict() of a loader of the same seed, dataset length, world_size and batch_size (any
+        num_workers): the next iteration yields the rest of that epoch, the one after it the next epoch.
+
+        Args:
+            state_dict (dict): what state_dict() returned.
+
+        Example::
+
+            >>> loader = torch_rngx.data.DataLoader(range(4), batch_size=2, seed=0)
+            >>> resumed = torch_rngx.data.DataLoader(range(4), batch_size=2, seed=0)
+            >>> resumed.load_state_dict({**loader.state_dict(), "position": 1})
+            >>> [b.tolist() for b in resumed]
+            [[2, 3]]
+        """
+        if not isinstance(state_dict, Mapping) or set(state_dict) != set(_STATE_KEYS):
+            raise ValueError(f"state_dict must be a DataLoader's state_dict() with the keys {list(_STATE_KEYS)}")
+        ours = self.state_dict()
+        for name in ("seed", "length", "world_size", "batch_size"):
+            if state_dict[name] != ours[name]:
+                raise ValueError(
+                    f"state_dict is of a loader with {name}={state_dict[name]!r}, this one has {name}={ours[name]!r}"
+                )
+        epoch = _int_in(state_dict["epoch"], "state_dict['epoch']", 0, _U64)
+        position = _int_in(state_dict["position"], "state_dict['position']", 0, len(self) + 1)
+        self._next, self._running = (epoch, position), None

@@ -1,0 +1,183 @@
+"""Training with bfloat16 (or float16) weights and no float32 master copy, for any torch.optim optimizer.
+
+    torch_rngx.optim.stochastic_rounding(optimizer)
+
+Each step then runs in float32 and rounds its result back into the weights' dtype with stochastic_round, so an
+update smaller than half a step of the weights' dtype moves them on average instead of vanishing (a bfloat16 weight
+of 1.0 never moves by an update below 2^-9 under round-to-nearest). The draws of parameter i at step t take the key
+fold_in(fold_in(key(seed), t), i): a resumed run rounds exactly as the uninterrupted one, and a parameter sharded as
+a DTensor (FSDP2's) exactly as the whole one, since each rank rounds its block through the global view.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional
+
+import torch
+
+from . import functional
+
+__all__ = ["StochasticRounding", "stochastic_rounding"]
+
+# The weight dtypes the rounding keeps; float32 (and float64) parameters are the optimizer's as before.
+LOW = (torch.bfloat16, torch.float16)
+_SEED, _STEP = "stochastic_round_seed", "stochastic_round_step"  # each param group's (its state_dict saves them)
+
+
+def __dir__():
+    return __all__
+
+
+class StochasticRounding:
+    """What stochastic_rounding returns: the step and load_state_dict hooks it registers on an optimizer.
+    `remove()` takes them off (the optimizer then steps its parameters in their own dtype again).
+    No torch counterpart; make one with stochastic_rounding.
+
+    Each param group keeps the seed and its count of rounded steps in `stochastic_round_seed` and
+    `stochastic_round_step`: optimizer.state_dict() saves them and load_state_dict restores them.
+
+    During a step the optimizer sees a float32 stand-in for each low-precision parameter with a gradient (a new
+    Parameter holding float32 copies of its value and gradient, in its place in the param group, with its state);
+    the parameter itself is never swapped or retyped, so a DTensor parameter or any tensor subclass works alike.
+
+    Args:
+        optimizer (torch.optim.Optimizer): the optimizer it rounds for.
+        seed (int): the seed of its keys, in [0, 2^64).
+
+    Example::
+
+        >>> opt = torch.optim.SGD(torch.nn.Linear(2, 2).bfloat16().parameters(), lr=0.1)
+        >>> rounding = torch_rngx.optim.stochastic_rounding(opt, seed=3)
+        >>> rounding.seed
+        3
+        >>> rounding.remove()
+    """
+
+    def __init__(self, optimizer: torch.optim.Optimizer, seed: int) -> None:
+        self.optimizer, self.seed = optimizer, seed
+        self._stand_ins: list = []  # (index, parameter, its float32 stand-in, group, position) while a step runs
+        self._handles = [
+            optimizer.register_step_pre_hook(self._to_float32),
+            optimizer.register_step_post_hook(self._round_back),
+            optimizer.register_load_state_dict_pre_hook(self._load_as_float32),
+            optimizer.register_load_state_dict_post_hook(self._restore),
+        ]
+
+    def remove(self) -> None:
+        """Takes the step and load_state_dict hooks off the optimizer: its later steps update the bfloat16 and float16
+        parameters in their own dtype, as without stochastic_rounding."""
+        for handle in self._handles:
+            handle.remove()
+
+    def _params(self):
+        """(index in the optimizer's state_dict, parameter, its group, its position there) of every low-precision
+        parameter."""
+        index = 0
+        for group in self.optimizer.param_groups:
+            group.setdefault(_SEED, self.seed)
+            group.setdefault(_STEP, 0)
+            for pos, p in enumerate(group["params"]):
+                if p.dtype in LOW:
+                    yield index, p, group, pos
+                index += 1
+
+    def _stand_in(self, index, p, group, pos, value):
+        """Puts `value` (a float32 Parameter) in p's place in its group, with p's optimizer state."""
+        group["params"][pos] = value
+        if p in self.optimizer.state:
+            self.optimizer.state[value] = self.optimizer.state.pop(p)
+        self._stand_ins.append((index, p, value, group, pos))
+
+    def _restore(self, optimizer: Any = None) -> None:
+        """Each parameter back in its place, with the state its stand-in has now."""
+        stand_ins, self._stand_ins = self._stand_ins, []
+        for _, p, value, group, pos in stand_ins:
+            group["params"][pos] = p
+            if value in self.optimizer.state:
+                self.optimizer.state[p] = self.optimizer.state.pop(value)
+
+    def _to_float32(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """Before the step: float32 stand-ins for the low-precision parameters with a gradient, so the optimizer (and
+        the state it makes, such as Adam's moments) works in float32. A step that raised left its stand-ins: they go
+        first."""
+        self._restore()
+        with torch.no_grad():
+            for index, p, group, pos in list(self._params()):
+                if p.grad is None:
+                    continue
+                value = torch.nn.Parameter(p.detach().float(), requires_grad=p.requires_grad)
+                value.grad = p.grad.float()
+                self._stand_in(index, p, group, pos, value)
+
+    def _round_back(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """After the step: each float32 result rounded stochastically into its parameter, in place; every group's
+        step count moves on."""
+        rounded = [(p, value, index, group) for index, p, value, group, _ in self._stand_ins]
+        self._restore()
+        with torch.no_grad():
+            if rounded:
+                keys = self._keys([(index, group) for _, _, index, group in rounded])
+                for key, (p, value, _, _) in zip(keys, rounded):
+                    p.copy_(functional.stochastic_round(value.detach(), key, p.dtype))
+            for group in self.optimizer.param_groups:
+                group[_STEP] = group.get(_STEP, 0) + 1
+
+    @staticmethod
+    def _keys(params):
+        """fold_in(fold_in(key(seed), step), index) for each (index, group): each (seed, step) key once (groups
+        stepped together share it), then one call for every parameter's."""
+        step_keys: dict = {}
+        for _, group in params:
+            at = group[_SEED], group[_STEP]
+            if at not in step_keys:
+                step_keys[at] = functional.fold_in(functional.key(at[0]), at[1])
+        keys = torch.stack([step_keys[group[_SEED], group[_STEP]] for _, group in params])
+        return functional.fold_in(keys, torch.tensor([index for index, _ in params], dtype=torch.int64))
+
+    def _load_as_float32(self, optimizer: Any, state_dict: Any) -> None:
+        """load_state_dict converts each saved state tensor to its parameter's dtype: for the rounded parameters that
+        is float32, the dtype the steps made it in, so each has an (uninitialized) float32 stand-in while loading."""
+        self._restore()
+        for index, p, group, pos in list(self._params()):
+            self._stand_in(index, p, group, pos, torch.empty_like(p, dtype=torch.float32))
+
+
+def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = None) -> StochasticRounding:
+    """Makes `optimizer` step its bfloat16 and float16 parameters in float32 and round the result back with
+    stochastic rounding (functional.stochastic_round): low-precision weights with no float32 master copy, whose small
+    updates still add up. One line for any torch.optim optimizer. No torch counterpart (torchao's
+    ``_AdamW(bf16_stochastic_round=True)`` is one optimizer of this kind).
+
+    Before each step, every such parameter with a gradient is given float32 copies of itself and its gradient; the
+    optimizer updates them as it updates float32 parameters (so its state, Adam's moments for one, is float32); then
+    each result is rounded stochastically into the parameter's own storage, with the key
+    fold_in(fold_in(key(seed), t), i) for its index i in the optimizer's state_dict at the t-th rounded step. The seed
+    and step counts live in the param groups, so optimizer.state_dict() carries them and a run resumed from it rounds
+    exactly as the uninterrupted one; a parameter sharded as a DTensor rounds exactly as the whole. Float32 and
+    float64 parameters are left to the optimizer.
+
+    Args:
+        optimizer (torch.optim.Optimizer): any optimizer; its other behaviour is unchanged.
+        seed (int, optional): in [0, 2^64); default one drawn from torch's default CPU generator (so
+            torch.manual_seed fixes it).
+
+    Returns:
+        StochasticRounding: its `remove()` takes the rounding off again.
+
+    Example::
+
+        >>> model = torch.nn.Linear(4, 2).to(torch.bfloat16)
+        >>> opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        >>> rounding = torch_rngx.optim.stochastic_rounding(opt, seed=0)
+        >>> model(torch.randn(3, 4, dtype=torch.bfloat16)).float().sum().backward()
+        >>> opt.step()
+        >>> model.weight.dtype, opt.state[model.weight]["exp_avg"].dtype
+        (torch.bfloat16, torch.float32)
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if seed is None:
+        seed = int(torch.randint(0, 1 << 62, (), dtype=torch.int64))
+    functional.key(seed)  # checks it as a key's seed, naming it
+    return StochasticRounding(optimizer, operator.index(seed))
