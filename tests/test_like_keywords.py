@@ -18,6 +18,9 @@ LIKE = {
     "uniform_like": (lambda x, **kw: torch_rngx.uniform_like(x, -1.0, 1.0, **kw), torch.empty_like),
     "normal_like": (lambda x, **kw: torch_rngx.normal_like(x, 1.0, 2.0, **kw), torch.empty_like),
     "exponential_like": (lambda x, **kw: torch_rngx.exponential_like(x, 2.0, **kw), torch.empty_like),
+    "cauchy_like": (lambda x, **kw: torch_rngx.cauchy_like(x, 0.5, 2.0, **kw), torch.empty_like),
+    "log_normal_like": (lambda x, **kw: torch_rngx.log_normal_like(x, 0.25, 1.5, **kw), torch.empty_like),
+    "geometric_like": (lambda x, **kw: torch_rngx.geometric_like(x, 0.3, **kw), torch.empty_like),
     "bernoulli_like": (lambda x, **kw: torch_rngx.bernoulli_like(x, 0.5, **kw),
                        lambda x, **kw: torch.full_like(x, 0.5, **kw)),
 }

@@ -394,6 +394,11 @@ def cauchy_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -406,7 +411,8 @@ def cauchy_like(
         median (float): the location. sigma (float): the scale, > 0.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -414,12 +420,9 @@ def cauchy_like(
         >>> torch_rngx.cauchy_like(torch.empty(2, 3), generator=torch_rngx.Generator(0)).shape
         torch.Size([2, 3])
     """
-    return draw(
-        "cauchy",
-        x,
-        generator,
-        *_checks.like_median_sigma(x, _checks.LATER, median, sigma, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_median_sigma(x, _checks.LATER, median, sigma, dtype, global_shape, global_start, "x")
+    return _leaf(draw("cauchy", x, generator, *params), requires_grad)
 
 
 def log_normal_like(
@@ -429,6 +432,11 @@ def log_normal_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -440,7 +448,8 @@ def log_normal_like(
         mean (float), std (float): the underlying normal's (torch's defaults 1 and 2), std > 0.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -448,12 +457,9 @@ def log_normal_like(
         >>> bool((torch_rngx.log_normal_like(torch.empty(1000), 0.0, 0.5) > 0).all())
         True
     """
-    return draw(
-        "log_normal",
-        x,
-        generator,
-        *_checks.like_log_normal(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x"),
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_log_normal(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x")
+    return _leaf(draw("log_normal", x, generator, *params), requires_grad)
 
 
 def geometric_like(
@@ -462,6 +468,11 @@ def geometric_like(
     *,
     generator: Optional[Union[Generator, RNG]] = None,
     dtype: Optional[torch.dtype] = None,
+    layout: Optional[torch.layout] = None,
+    device: Optional[Union[str, torch.device]] = None,
+    requires_grad: bool = False,
+    memory_format: torch.memory_format = torch.preserve_format,
+    pin_memory: bool = False,
     global_shape: Optional[Sequence[int]] = None,
     global_start: Optional[Sequence[int]] = None,
 ) -> Tensor:
@@ -474,7 +485,8 @@ def geometric_like(
         p (float): the probability of success, in (0, 1).
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
+        generator, global_shape, global_start, layout, device, requires_grad, memory_format, pin_memory: as every
+            stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
         dtype (torch.dtype, optional): a float dtype; default x's.
 
     Example::
@@ -482,9 +494,9 @@ def geometric_like(
         >>> bool((torch_rngx.geometric_like(torch.empty(1000), 0.5) >= 1).all())
         True
     """
-    return draw(
-        "geometric", x, generator, *_checks.like_open_p(x, _checks.LATER, p, dtype, global_shape, global_start, "x")
-    )
+    x = _target(x, layout, device, pin_memory, memory_format)
+    params = _checks.like_open_p(x, _checks.LATER, p, dtype, global_shape, global_start, "x")
+    return _leaf(draw("geometric", x, generator, *params), requires_grad)
 
 
 def randperm(
@@ -809,7 +821,8 @@ def rrelu(
         inplace (bool): write the result into input and return input.
 
     Keyword args:
-        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword arguments").
+        generator, global_shape, global_start: as every stateful function (docs: api/torch_rngx/, "Shared keyword
+            arguments").
 
     Example::
 

@@ -426,6 +426,8 @@ def is_numpy_wrapper(target: Any) -> bool:
     its `.f` is the function it wraps. Resolved on use, from a graph being checked (Dynamo is loaded then)."""
     wrapper = _resolve(torch, "_dynamo.utils.numpy_to_tensor_wrapper", "to name a NumPy call in a graph")
     return isinstance(target, wrapper)
+
+
 _FakeTensor = _resolve(torch, "_subclasses.fake_tensor.FakeTensor", "to run a graph's node on fake tensors")
 
 
