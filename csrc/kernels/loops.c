@@ -1,9 +1,9 @@
-/* The CPU kernels, generated from the op table (csrc/op_table.h): per kernel and output dtype, a loop over one
- * span (walk.h) that calls the kernel's element (elements.h), and the public kernels (ops.h), which run the loop
+/* The CPU kernels, generated from the op table (csrc/kernels/op_table.h): per kernel and output dtype, a loop over one
+ * span (walk.h) that calls the kernel's element (elements.h), and the public kernels (kernels.h), which run the loop
  * over the walk (walk.c). No op is written out here. */
 #include "elements.h"
+#include "kernels.h"
 #include "keys.h"
-#include "ops.h"
 #include "simd.h"
 #include "walk.h"
 
