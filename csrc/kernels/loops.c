@@ -88,8 +88,8 @@
 /* stochastic_round reads x from memory once, and the walk makes each batch's words (pure arithmetic) before the
  * span that uses them, so the memory would sit idle while they are made: a contiguous span asks for the x that
  * the spans SROUND_AHEAD bytes on will read (two float32 batches, walk.c), which then arrive while their words are
- * made. 0.60 -> 0.70-0.80 of the speed of a plain float32 -> bfloat16 loop at 2^24 on 2 threads, into a buffer
- * already faulted in (docs/performance.md). A prefetch past the end of x is harmless: it never faults. */
+ * made: about 0.6 -> 0.66-0.81 of the speed of a plain float32 -> bfloat16 loop at 2^24 on 2 threads into a buffer
+ * already faulted in (benchmarks/sround_memory.c, docs/performance.md). A prefetch past x's end never faults. */
 #define SROUND_AHEAD 4096
 static inline void sround_prefetch(const void *x, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch((const void *)((uintptr_t)x + (uintptr_t)(b + SROUND_AHEAD)), 0, 3);
