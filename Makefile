@@ -19,7 +19,7 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -Itorch_rngx/include $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
+.PHONY: all setup build test ctest pytest opinfo opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
 	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check install-check docs-check \
 	docs docs-test lint
 
@@ -120,10 +120,16 @@ PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albu
   $(VENV)/.ml-dtypes-stamp $(VENV)/.expecttest-stamp
 
 pytest: $(PYTEST_DEPS)
-	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py \
+	  --ignore=tests/test_mode_opinfo.py
 
-# Every sample of torch's random OpInfos in every float dtype under torch_rngx.mode, eager and compiled with Inductor
-# (make test: every sample eager, the first compiled, float32 and bfloat16).
+# PyTorch's OpInfo samples of its random ops under torch_rngx.mode (issue 43), a CI target of its own (minutes of
+# one core, finding the samples that draw among all of op_db's): `make opinfo` runs every sample eager and each
+# op's first compiled with Inductor, in float32 and bfloat16; `make opinfo-sweep` every sample in every float dtype,
+# both ways.
+opinfo: $(PYTEST_DEPS)
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests/test_mode_opinfo.py
+
 opinfo-sweep: $(PYTEST_DEPS)
 	RNGX_OPINFO_ALL=1 $(KEY_REUSE_CHECKED) $(PYTEST) tests/test_mode_opinfo.py
 
@@ -133,7 +139,8 @@ test: ctest pytest
 # and Triton builds, opcheck over every sample, processes of their own), under 3 minutes on 2 cores
 # (docs/development.md). `make test` runs them all.
 test-quick: $(PYTEST_DEPS)
-	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py -m "not slow"
+	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py \
+	  --ignore=tests/test_mode_opinfo.py -m "not slow"
 
 # The tests that compare compiled with eager, on other CPU paths than the machine's best (which `make test` runs):
 # torch's kernels and Inductor's code for AVX2 (ATEN_CPU_CAPABILITY=avx2 steers both), and our Philox on its scalar
@@ -146,7 +153,7 @@ test-quick: $(PYTEST_DEPS)
 # Left out: the tests that compile only with aot_eager (the sweep of torch's random functions, the diffusers step, the
 # Hugging Face models' bitwise steps), whose compiled code runs eager's kernels, so there is no Inductor code to vary.
 COMPILED_VS_EAGER := -k "(compile or inductor or export) and not trains_bitwise_compiled_as_eager" \
-  --ignore=tests/test_mode_sweep.py --ignore=tests/test_diffusers.py
+  --ignore=tests/test_mode_sweep.py --ignore=tests/test_diffusers.py --ignore=tests/test_mode_opinfo.py
 test-isa: $(PYTEST_DEPS)
 	@cap=$$($(PYTHON) -c "import torch; print(torch.backends.cpu.get_cpu_capability())"); \
 	  if [ "$$cap" != AVX2 ]; then export TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2; fi; \

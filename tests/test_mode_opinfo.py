@@ -6,8 +6,8 @@ stream ends where eager's does) or named (the mode raises naming it, eager and c
 fails to compile where it compiles without the mode. A compiled result is eager's bit for bit, or differs by
 torch's own arithmetic on top of our draws alone: then the same graph with eager kernels (aot_eager) gives eager's
 bits (multi-head attention's softmax and linear layers, and fractional max pooling's windows from the same samples
-round otherwise under Inductor: docs/guarantees.md, "Not promised"). `make test` runs every sample eager, and compiles each op's first drawing sample, in float32 and bfloat16;
-`make opinfo-sweep` (RNGX_OPINFO_ALL=1) does both for every sample in every float dtype."""
+round otherwise under Inductor: docs/guarantees.md, "Not promised"). `make opinfo` (a CI target of its own) runs every sample eager, and compiles each op's first drawing sample, in
+float32 and bfloat16; `make opinfo-sweep` (RNGX_OPINFO_ALL=1) does both for every sample in every float dtype."""
 import functools
 import os
 
