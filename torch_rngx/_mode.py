@@ -37,7 +37,7 @@ import torch.nn.functional as TF
 from . import _mode_rnn, _mode_workers, _random_ops, _torch
 from ._mode_routes import ROUTES, trunc_normal
 from ._random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
-from ._router import atomic
+from ._router import atomic, owner_of
 from ._torch import (
     HigherOrderOperator,
     TorchDispatchMode,
@@ -60,7 +60,7 @@ from ._torch import (
     traced_graph,
     traced_output,
 )
-from .generator import RNG, Generator, owner_of
+from .generator import RNG, Generator
 
 __all__ = ["mode", "UncoveredRandomWarning", "routed_names", "transparent_names", "uncovered_names"]
 

@@ -13,9 +13,8 @@ import torch.nn.functional as TF
 
 from . import _checks
 from . import _stateful as rr
-from ._init import trunc_normal_ as _trunc_normal_
 from ._mode_rnn import RECURRENT
-from ._router import owner_of
+from ._router import fill_checked, owner_of
 from ._torch import softmax_backward_data
 
 
@@ -318,7 +317,7 @@ def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 def trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """nn.init.trunc_normal_ (which has no torch-function check, so the mode rebinds it): every value in [a, b]."""
-    return None if generator is not None else _trunc_normal_(tensor, mean, std, a, b, generator=g)
+    return None if generator is not None else fill_checked("truncated_normal", tensor, g, mean, std, a, b)
 
 
 ROUTES = {

@@ -56,9 +56,6 @@ class Owned:
         self.state = state
 
 
-# The types a call takes as its generator, each holding the state it advances as `.state` (generator.py adds
-# Generator and nn.RNG, which build on the functions that build on this module).
-STREAMS: set[type] = {Owned}
 _STREAM_ERROR = "generator must be a torch_rngx.Generator, a torch_rngx.nn.RNG or None, got {}"
 
 
@@ -70,14 +67,19 @@ def full_name(cls):
 
 
 def owner_of(generator):
-    """The state tensor a call with this generator advances; None for generator=None."""
-    if generator is None or type(generator) in STREAMS:
-        return None if generator is None else generator.state
-    if any(isinstance(generator, cls) for cls in STREAMS):
-        return generator.state
+    """The state tensor a call with this generator advances; None for generator=None. A stream's owner is anything
+    whose `.state` is a [seed, offset] int64 tensor of shape (2,) (docs: stream/): a Generator, an nn.RNG, an nn
+    module's Owned buffer."""
+    if generator is None:
+        return None
+    state = getattr(generator, "state", None)
+    if isinstance(state, torch.Tensor) and state.dtype == torch.int64 and state.shape == (2,):
+        return state
     got = full_name(type(generator))
     if isinstance(generator, torch.Generator):
         got += " (torch's generator: torch_rngx draws from a torch_rngx.Generator(seed) or nn.RNG)"
+    elif isinstance(state, torch.Tensor):
+        got += f" whose state is {state.dtype} {tuple(state.shape)}, not an int64 [seed, offset]"
     raise TypeError(_STREAM_ERROR.format(got))
 
 
@@ -114,7 +116,11 @@ def sample(kind, x, key, *params, reads=None):
 
 
 def draw(kind, x, generator, *params):
-    owner = None if generator is None else generator.state if type(generator) in STREAMS else owner_of(generator)
+    owner = None
+    if generator is not None:
+        owner = getattr(generator, "state", None)
+        if type(owner) is not torch.Tensor or owner.dtype is not torch.int64:
+            owner = owner_of(generator)  # a DTensor state (checked), or not a stream's owner (refused)
     d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
     dtype = d if type(d) is torch.dtype and kind not in _WORDS_BY_INPUT else x.dtype  # _spec.words_dtype, inline
     numel = x.numel() if params[-2] is None else math.prod(params[-2])
@@ -182,6 +188,13 @@ def fill_(kind, tensor, generator, *params):
     return atomic(owner, tensor.numel(), _fill, kind, tensor, generator, owner, params)
 
 
+def fill_checked(kind, tensor, generator, *args):
+    """A float tensor filled in place with op kind's values for args (its parameters before the dtype), as an
+    initialiser of nn.init fills it (nn.init.trunc_normal_, and the mode's route for torch's)."""
+    _checks.float_tensor(tensor, "tensor")
+    return fill_(kind, tensor, generator, *SPECS[kind].check(tensor, _checks.LATER, *args, None))
+
+
 def _fill(kind, tensor, generator, owner, params):
     numel = tensor.numel()
     if (
@@ -233,10 +246,12 @@ def _eager(kind, x, key, params):
 
 
 def _compiled(kind, x, key, params):
-    if type(x) is not torch.Tensor:
-        for cls, call in _spec.SUBCLASS_CALLS:
-            if isinstance(x, cls):
-                return call(SPECS[kind], x, key, params)
+    if type(x) is not torch.Tensor and torch.distributed.is_available():
+        # torch.compile has loaded torch.distributed.tensor before it traces, and with it our DTensor rules (_deferred)
+        from . import _dtensor
+
+        if isinstance(x, _dtensor.DTensor):
+            return _dtensor.compiled_call(SPECS[kind], x, key, params)
     return SPECS[kind].kernel(x, key, *params)
 
 

@@ -307,8 +307,3 @@ def derivative(
         return again(t, key, *params)
     with AutoDispatchBelowAutograd():
         return (spec.kernel if below is None else below)(t, key, *params)
-
-
-# Subclass calls under torch.compile: (tensor type, call(spec, x, key, params)). A module that gives the ops a
-# tensor subclass (distributed.py: DTensor) registers how a traced call on it runs.
-SUBCLASS_CALLS: list = []

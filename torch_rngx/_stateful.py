@@ -23,7 +23,7 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, _step, functional
+from . import _checks, _composite, _step
 from ._router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
@@ -531,7 +531,7 @@ def randperm(
     return atomic(
         owner_of(generator),
         n,
-        lambda: functional.randperm(n, key_for(like, generator, n, torch.int64).to(device), dtype=dtype),
+        lambda: _composite.permutation(n, key_for(like, generator, n, torch.int64).to(device), dtype),
     )
 
 
@@ -560,7 +560,7 @@ def multinomial(
     return atomic(
         owner_of(generator),
         numel,
-        lambda: functional._race_samples(
+        lambda: _composite.race_samples(
             input, key_for(input, generator, numel, torch.float64), num_samples, replacement, draws, need
         ),
     )
@@ -886,8 +886,8 @@ def _channel(kind, x, p, generator, view):
     n, c = x.shape[:2] if view[0] is None else view[0][:2]
     key = key_for(x, generator, n * c, x.dtype)
     if kind == "feature_alpha_dropout":
-        return functional._feature_alpha_dropout(x, key, p, view)
-    return functional._feature_dropout(x, key, p, view)
+        return _composite.feature_alpha_dropout(x, key, p, view)
+    return _composite.feature_dropout(x, key, p, view)
 
 
 # The channel dropouts' batched rank (torch: dropout1d (N, C, L), dropout2d (N, C, H, W), dropout3d (N, C, D, H, W));

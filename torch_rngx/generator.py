@@ -10,7 +10,7 @@ import os
 import torch
 from torch import Tensor
 
-from . import _checks, _reuse, _router
+from . import _checks, _reuse
 from ._random_ops import drawing_from_torch
 from ._torch import mark_static_address, own_buffer
 from .functional import fold_in, key, split
@@ -253,9 +253,7 @@ def check_state_buffer(state_dict, key):
         _reuse.active.forget(value[0])
 
 
-_router.STREAMS.update((Generator, RNG))  # a call's generator: its `.state` advances
 # The names torch's argument parser prints for a type it refuses ("must be torch.Generator, not Generator" would name
 # two classes alike): given to torch, ours are named in full. __qualname__ and __module__ stay, for pickle and repr.
 Generator.__name__ = "torch_rngx.Generator"
 RNG.__name__ = "torch_rngx.nn.RNG"
-owner_of = _router.owner_of

@@ -11,11 +11,11 @@ import torch
 from . import _checks
 from . import _init as init
 from ._mode import mode, routed_names
-from ._router import Owned
+from ._router import Owned, owner_of
 from ._stateful import dropout_from
 from ._torch import own_buffer
 from .functional import fold_in, key
-from .generator import RNG, Generator, begin_stream, load_stream_buffer, owner_of, stream_repr
+from .generator import RNG, Generator, begin_stream, load_stream_buffer, stream_repr
 
 __all__ = [
     "RNG",
