@@ -30,11 +30,11 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
 
-from . import _checks, _reuse
-from ._mode import mode
-from ._random_ops import drawing_from_torch
-from ._spec import ops
-from ._torch import batches_yielded, build_dataloader_iterator, function_modes_set_aside
+from ._engine import checks, reuse
+from ._engine.random_ops import drawing_from_torch
+from ._engine.spec import ops
+from ._engine.torch_private import batches_yielded, build_dataloader_iterator, function_modes_set_aside
+from ._mode.mode import mode
 from .functional import key, randperm
 from .generator import Generator
 
@@ -122,8 +122,8 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
         ...     crop = torch.randint(0, 8, (2,))   # what sample 17 draws in epoch 2, in any worker
     """
     root = key(seed)
-    _checks.fold_data(epoch, root, "epoch")
-    _checks.fold_data(index, root, "index")
+    checks.fold_data(epoch, root, "epoch")
+    checks.fold_data(index, root, "index")
     found = _sample_keys(_epoch_child(root, epoch, _SAMPLES), [index])[0]
     return SampleKeys(found.key.clone(), *found[1:])  # a key of its own, not a view of the batch's
 
@@ -236,8 +236,8 @@ class _Collate:
 def _stream(state: Tensor) -> Generator:
     """A Generator on `state`, a key of the loader's: the same sample (or epoch) read again draws the same words on
     purpose, so the key-reuse checker starts its stream anew."""
-    if _reuse.active is not None:
-        _reuse.active.forget(state[0])
+    if reuse.active is not None:
+        reuse.active.forget(state[0])
     return Generator.on(state)
 
 

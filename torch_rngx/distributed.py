@@ -6,14 +6,14 @@ mesh or the placements. The result is a DTensor with the input's placements. The
 rank: a plain tensor, or a DTensor replicated on every mesh dim. Registered as torch_dispatch rules for DTensor
 (torch.library.register_torch_dispatch), so they hold eager, under autograd and under torch.compile.
 
-`import torch_rngx` has this module imported as soon as torch.distributed.tensor is (torch_rngx/_deferred.py): at
+`import torch_rngx` has this module imported as soon as torch.distributed.tensor is (torch_rngx/_engine/deferred.py): at
 once if it is loaded, else right after its first import (torch.compile's among them), so the rules are there before
 any call on a DTensor, compiled or not.
 """
 
 from torch.distributed.tensor import DTensor
 
-from . import _dtensor  # the DTensor rules, registered with torch on import
+from ._engine import dtensor  # the DTensor rules, registered with torch on import
 
 __all__ = ["global_view"]
 
@@ -37,4 +37,4 @@ def global_view(x: DTensor, name: str = "x") -> tuple[list[int], list[int]]:
         >>> shape, start = torch_rngx.distributed.global_view(x_dtensor)  # doctest: +SKIP
         >>> y = rf.dropout(x_dtensor.to_local(), key, 0.1, global_shape=shape, global_start=start)  # doctest: +SKIP
     """
-    return _dtensor.view_of(x, name)
+    return dtensor.view_of(x, name)

@@ -39,8 +39,9 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, _composite, _reuse, _router, _spec
-from ._spec import SELU_ALPHA, blocks_of, ops, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
+from ._engine import checks, composite, reuse, router
+from ._engine import spec as _spec
+from ._engine.spec import SELU_ALPHA, blocks_of, ops, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
 
 __all__ = [
     "alpha_dropout",
@@ -152,7 +153,7 @@ def key(seed: int, device: Union[torch.device, str, None] = None, dtype: torch.d
         raise TypeError(f"seed must be an int, got {type(seed).__name__}") from None
     if not 0 <= seed < _U64:
         raise ValueError(f"seed must be in [0, 2^64), got {seed}")
-    if dtype not in _checks.STATE_DTYPES:
+    if dtype not in checks.STATE_DTYPES:
         raise TypeError(f"dtype must be torch.int64 or torch.uint64, got {dtype}")
     bits = seed - _U64 if seed >= 1 << 63 else seed
     return torch.tensor([bits, 0], dtype=torch.int64, device=device).view(dtype)
@@ -173,12 +174,12 @@ def split(state: Tensor, num: int = 2) -> Tensor:
         >>> k_noise.shape
         torch.Size([2])
     """
-    _checks.state(state)
-    num = _checks.num(num)
+    checks.state(state)
+    num = checks.num(num)
     if torch.compiler.is_compiling():
-        _reuse.traced(state, "split")
-    elif _reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
-        _reuse.active.blocks("split", state, [(0, num)])
+        reuse.traced(state, "split")
+    elif reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
+        reuse.active.blocks("split", state, [(0, num)])
     return ops.split(state.contiguous(), num)
 
 
@@ -197,12 +198,12 @@ def fold_in(state: Tensor, data: Union[int, Tensor]) -> Tensor:
         >>> torch.equal(step_key, rf.split(rf.key(1234), 101)[100])
         True
     """
-    _checks.state(state)
-    data = _checks.fold_data(data, state)
-    if _reuse.active is not None and not torch.compiler.is_compiling() and _router.plain_tensors():
+    checks.state(state)
+    data = checks.fold_data(data, state)
+    if reuse.active is not None and not torch.compiler.is_compiling() and router.plain_tensors():
         # the result is block offset + data of each key
         blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
-        _reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
+        reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
     return ops.fold_in(state.contiguous(), data)
 
 
@@ -231,11 +232,11 @@ def bits(
         >>> rf.bits((4,), rf.key(0), dtype=torch.uint8).shape
         torch.Size([4])
     """
-    size, *view = _checks.size_dtype(size, state, dtype, global_shape, global_start)
+    size, *view = checks.size_dtype(size, state, dtype, global_shape, global_start)
     if torch.compiler.is_compiling():
-        _reuse.traced(state, "bits")
-    elif _reuse.active is not None:
-        _reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
+        reuse.traced(state, "bits")
+    elif reuse.active is not None:
+        reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
     return ops.bits(size, state.contiguous(), dtype, *view)
 
 
@@ -267,8 +268,8 @@ def uniform(
         >>> bool(((u >= -1) & (u < 1)).all())
         True
     """
-    return _router.sample(
-        "uniform", like, state, *_checks.like_interval(like, state, low, high, dtype, global_shape, global_start)
+    return router.sample(
+        "uniform", like, state, *checks.like_interval(like, state, low, high, dtype, global_shape, global_start)
     )
 
 
@@ -297,7 +298,7 @@ def quantize_noise(
         >>> bool((rf.quantize_noise(x, rf.key(0)).abs() <= 0.5).all())
         True
     """
-    return _router.sample("quantize_noise", x, state, *_checks.x_half(x, state, half, global_shape, global_start))
+    return router.sample("quantize_noise", x, state, *checks.x_half(x, state, half, global_shape, global_start))
 
 
 def dropout(
@@ -324,7 +325,7 @@ def dropout(
         >>> rf.dropout(torch.ones(4), rf.key(0), 0.0)
         tensor([1., 1., 1., 1.])
     """
-    return _router.sample("dropout", x, state, *_checks.x_p(x, state, p, global_shape, global_start))
+    return router.sample("dropout", x, state, *checks.x_p(x, state, p, global_shape, global_start))
 
 
 def normal(
@@ -358,8 +359,8 @@ def normal(
         >>> rf.normal(torch.empty(2, 3), rf.key(0)).shape
         torch.Size([2, 3])
     """
-    kind, params = _checks.normal_args(like, state, mean, std, dtype, global_shape, global_start)
-    return _router.sample(kind, like, state, *params)
+    kind, params = checks.normal_args(like, state, mean, std, dtype, global_shape, global_start)
+    return router.sample(kind, like, state, *params)
 
 
 def truncated_normal(
@@ -393,7 +394,7 @@ def truncated_normal(
         True
     """
     spec = _spec.SPECS["truncated_normal"]
-    return _router.sample(
+    return router.sample(
         spec.name, like, state, *spec.check(like, state, mean, std, a, b, dtype, global_shape, global_start)
     )
 
@@ -422,9 +423,9 @@ def bernoulli(
         >>> rf.bernoulli(torch.empty(3), rf.key(0), 1.0)
         tensor([1., 1., 1.])
     """
-    p, *view = _checks.like_p(like, state, p, global_shape, global_start)
+    p, *view = checks.like_p(like, state, p, global_shape, global_start)
     kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
-    return _router.sample(kind, like, state, _checks.probabilities(p), *view)
+    return router.sample(kind, like, state, checks.probabilities(p), *view)
 
 
 def randint(
@@ -456,8 +457,8 @@ def randint(
         >>> int(i.min()) >= 1 and int(i.max()) <= 6
         True
     """
-    return _router.sample(
-        "randint", like, state, *_checks.like_int_range(like, state, low, high, dtype, global_shape, global_start)
+    return router.sample(
+        "randint", like, state, *checks.like_int_range(like, state, low, high, dtype, global_shape, global_start)
     )
 
 
@@ -489,8 +490,8 @@ def exponential(
         >>> bool((rf.exponential(torch.empty(100), rf.key(0)) > 0).all())
         True
     """
-    return _router.sample(
-        "exponential", like, state, *_checks.like_rate(like, state, rate, dtype, global_shape, global_start)
+    return router.sample(
+        "exponential", like, state, *checks.like_rate(like, state, rate, dtype, global_shape, global_start)
     )
 
 
@@ -522,8 +523,8 @@ def cauchy(
         >>> bool(rf.cauchy(torch.empty(1000), rf.key(0)).isfinite().all())
         True
     """
-    return _router.sample(
-        "cauchy", like, state, *_checks.like_median_sigma(like, state, median, sigma, dtype, global_shape, global_start)
+    return router.sample(
+        "cauchy", like, state, *checks.like_median_sigma(like, state, median, sigma, dtype, global_shape, global_start)
     )
 
 
@@ -555,8 +556,8 @@ def log_normal(
         >>> bool((rf.log_normal(torch.empty(1000), rf.key(0), 0.0, 0.5) > 0).all())
         True
     """
-    return _router.sample(
-        "log_normal", like, state, *_checks.like_log_normal(like, state, mean, std, dtype, global_shape, global_start)
+    return router.sample(
+        "log_normal", like, state, *checks.like_log_normal(like, state, mean, std, dtype, global_shape, global_start)
     )
 
 
@@ -587,8 +588,8 @@ def geometric(
         >>> bool((rf.geometric(torch.empty(1000), rf.key(0), 0.5) >= 1).all())
         True
     """
-    return _router.sample(
-        "geometric", like, state, *_checks.like_open_p(like, state, p, dtype, global_shape, global_start)
+    return router.sample(
+        "geometric", like, state, *checks.like_open_p(like, state, p, dtype, global_shape, global_start)
     )
 
 
@@ -617,7 +618,7 @@ def rrelu(
         >>> rf.rrelu(torch.tensor([2.0, 0.0]), rf.key(0))
         tensor([2., 0.])
     """
-    return _router.sample("rrelu", x, state, *_checks.x_lower_upper(x, state, lower, upper, global_shape, global_start))
+    return router.sample("rrelu", x, state, *checks.x_lower_upper(x, state, lower, upper, global_shape, global_start))
 
 
 def stochastic_round(
@@ -653,8 +654,8 @@ def stochastic_round(
         >>> sorted(set(y.float().tolist()))
         [1.0, 1.0078125]
     """
-    return _router.sample(
-        "stochastic_round", x, state, *_checks.x_round(x, state, saturate, dtype, global_shape, global_start)
+    return router.sample(
+        "stochastic_round", x, state, *checks.x_round(x, state, saturate, dtype, global_shape, global_start)
     )
 
 
@@ -679,8 +680,8 @@ def randperm(
         >>> sorted(rf.randperm(4, rf.key(0)).tolist())
         [0, 1, 2, 3]
     """
-    n = _checks.permutation(n, state, dtype, device)
-    return _composite.permutation(n, state, dtype)
+    n = checks.permutation(n, state, dtype, device)
+    return composite.permutation(n, state, dtype)
 
 
 def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
@@ -702,9 +703,9 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
         >>> rf.multinomial(torch.tensor([0.0, 0.0, 1.0]), rf.key(0), 1).tolist()
         [2]
     """
-    key, draws, need = _checks.categories(probs, state, num_samples, replacement)
-    _checks.weights(probs, need)
-    return _composite.race_samples(probs, key, num_samples, replacement, draws, need)
+    key, draws, need = checks.categories(probs, state, num_samples, replacement)
+    checks.weights(probs, need)
+    return composite.race_samples(probs, key, num_samples, replacement, draws, need)
 
 
 # ---- channel and alpha dropout (docs: stream/, "Channel and alpha dropout", "alpha_dropout") ----
@@ -736,8 +737,8 @@ def feature_dropout(
         >>> rf.feature_dropout(torch.ones(2, 3, 4), rf.key(0), 0.5).shape
         torch.Size([2, 3, 4])
     """
-    p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
-    return _composite.feature_dropout(x, state, p, view)
+    p, *view = checks.x_channel_p(x, state, p, global_shape, global_start)
+    return composite.feature_dropout(x, state, p, view)
 
 
 def alpha_dropout(
@@ -765,8 +766,8 @@ def alpha_dropout(
         >>> rf.alpha_dropout(torch.ones(3), rf.key(0), 0.0)
         tensor([1., 1., 1.])
     """
-    p, *view = _checks.x_p(x, state, p, global_shape, global_start)
-    return _router.sample("alpha_dropout", x, state, p, *view)
+    p, *view = checks.x_p(x, state, p, global_shape, global_start)
+    return router.sample("alpha_dropout", x, state, p, *view)
 
 
 def feature_alpha_dropout(
@@ -794,5 +795,5 @@ def feature_alpha_dropout(
         tensor([[1., 1., 1.],
                 [1., 1., 1.]])
     """
-    p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
-    return _composite.feature_alpha_dropout(x, state, p, view)
+    p, *view = checks.x_channel_p(x, state, p, global_shape, global_start)
+    return composite.feature_alpha_dropout(x, state, p, view)

@@ -7,9 +7,9 @@ from typing import Any, Iterator
 
 import torch
 
-from ._checks import FLOAT_DTYPES
-from ._spec import SPECS, ops
-from ._torch import argument_names
+from ._engine.checks import FLOAT_DTYPES
+from ._engine.spec import SPECS, ops
+from ._engine.torch_private import argument_names
 
 __all__ = ["OpcheckCase", "layouts", "opcheck_all", "opcheck_cases", "samples"]
 

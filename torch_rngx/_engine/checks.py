@@ -8,7 +8,7 @@ import warnings
 
 import torch
 
-from ._torch import peek_interpreter_stack, view_base
+from .torch_private import peek_interpreter_stack, view_base
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)

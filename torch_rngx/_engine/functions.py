@@ -19,9 +19,10 @@ import math
 
 import torch
 
-from . import _reuse, _spec, _step
-from ._spec import SPECS, ops
-from ._torch import AutoDispatchBelowAutograd, bare_op
+from . import reuse, step
+from . import spec as _spec
+from .spec import SPECS, ops
+from .torch_private import AutoDispatchBelowAutograd, bare_op
 
 
 def _rows(info, x_dim, x):
@@ -57,12 +58,12 @@ def _batched(params, n):
 
 def drawn_key(owner, numel, dtype, kind=None, params=()):
     """The key for a call on numel elements of dtype (kind and params: the op's, which set its words): owner's
-    step as graphs record it, or a fresh seed for owner None, journaled inside a checkpoint (_step.key). The
+    step as graphs record it, or a fresh seed for owner None, journaled inside a checkpoint (step.key). The
     key-reuse checker (if on) is told the blocks a state's step passes."""
     blocks = _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params))
-    key = _step.key(owner, blocks)
-    if owner is not None and _reuse.active is not None:
-        _reuse.active.blocks(kind, key, [(0, blocks)])
+    key = step.key(owner, blocks)
+    if owner is not None and reuse.active is not None:
+        reuse.active.blocks(kind, key, [(0, blocks)])
     return key
 
 
@@ -205,7 +206,7 @@ class KeyDraw(torch.autograd.Function):
 
     @staticmethod
     def forward(x, owner, numel, dtype):
-        return _step.key(owner, _spec.blocks_of(numel, dtype))
+        return step.key(owner, _spec.blocks_of(numel, dtype))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -224,5 +225,5 @@ class KeyDraw(torch.autograd.Function):
         if info.randomness == "error":
             raise RuntimeError(_RANDOMNESS_ERROR)
         if info.randomness == "same":
-            return _step.key(owner, _spec.blocks_of(numel, dtype)), None
-        return ops.split(_step.key(owner, _spec.blocks_of(numel * info.batch_size, dtype)), info.batch_size), 0
+            return step.key(owner, _spec.blocks_of(numel, dtype)), None
+        return ops.split(step.key(owner, _spec.blocks_of(numel * info.batch_size, dtype)), info.batch_size), 0

@@ -4,8 +4,8 @@ from typing import Optional, Union
 
 import torch
 
-from ._router import fill_checked
-from .generator import RNG, Generator
+from .._engine.router import fill_checked
+from ..generator import RNG, Generator
 
 __all__ = ["trunc_normal_"]
 

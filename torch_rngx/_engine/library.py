@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-PACKAGE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # torch_rngx/, above _engine/
 _CUDA_LIBRARY = re.compile(r"lib(?:torch_cuda|c10_cuda|cudart|cuda)\.so[.\d]*")
 
 

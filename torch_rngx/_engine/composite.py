@@ -7,8 +7,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from . import _router
-from ._spec import ops
+from . import router
+from .spec import ops
 
 
 def permutation(n, state, dtype):
@@ -47,7 +47,7 @@ def feature_alpha_dropout(x, key, p, view):
     mask = x.new_empty(()).expand(n, c)  # what the draw reads: the (N, C) mask's words
     channel_view = view if view[0] is None else [view[0][spatial:], view[1][spatial:]]
     reads = (mask, key.reshape(*key.shape[:2], 2) if key.dim() > 1 else key, (p, *channel_view))
-    out = _router.sample("alpha_dropout", xp, keys, p, *view, reads=reads)
+    out = router.sample("alpha_dropout", xp, keys, p, *view, reads=reads)
     return out.permute(*(d + spatial if d < 2 else d - 2 for d in range(x.dim())))
 
 
@@ -57,14 +57,14 @@ def channel_mask(x, key, p, view):
     if key.dim() > 1:  # (B0, B1, 1, ..., 2): the key of each (n, c) segment of the (N, C) mask
         key = key.reshape(key.shape[0], key.shape[1], 2)
     view = [None, None] if view[0] is None else [view[0][:2], view[1][:2]]
-    m = _router.sample("dropout", x.new_ones((n, c)), key, p, *view)
+    m = router.sample("dropout", x.new_ones((n, c)), key, p, *view)
     return m.view(n, c, *([1] * (x.dim() - 2)))
 
 
 def feature_dropout(x, key, p, view):
     if p == 1:  # as torch: x * 0 (NaN stays NaN)
         return x * 0
-    if _router.eager_grad(x):  # backward recomputes the (N, C) scale from the key
+    if router.eager_grad(x):  # backward recomputes the (N, C) scale from the key
         return _ChannelDropout.apply(x, key, p, view)
     return x * channel_mask(x, key, p, view)
 

@@ -18,11 +18,9 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
-    _C,  # defines the ops from csrc/op_table.h and registers their kernels
-    _checks,
-)
-from ._torch import AutoDispatchBelowAutograd, argument_names, schema_arguments
+from .. import _C  # type: ignore[attr-defined]  # the compiled library, which mypy cannot read
+from . import checks
+from .torch_private import AutoDispatchBelowAutograd, argument_names, schema_arguments
 
 ops: Any = torch.ops.rngx
 
@@ -32,7 +30,7 @@ SAMPLERS: dict[str, dict] = {row["name"]: row for row in _C.samplers()}
 _KERNEL_WORDS: dict[str, dict] = _C.kernel_words()
 
 # Stream words per element by dtype without an op (docs/stream.md): bits' by the dtype's width.
-WORDS = {dtype: _KERNEL_WORDS["bits"][dtype.itemsize * 8] for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}
+WORDS = {dtype: _KERNEL_WORDS["bits"][dtype.itemsize * 8] for dtype in checks.FLOAT_DTYPES + checks.INT_DTYPES}
 
 
 def _by_dtype(words: dict) -> dict:
@@ -70,7 +68,7 @@ class Op:
     input: str = "like"
     derivative: Any = None  # None, "identity", "self" or a Scaled
     examples: Callable[[torch.Tensor], list] = lambda x: []
-    input_dtypes: Sequence[torch.dtype] = _checks.FLOAT_DTYPES
+    input_dtypes: Sequence[torch.dtype] = checks.FLOAT_DTYPES
 
     # From the row, set once here (a cached_property would take a lock on first use, which torch.compile cannot
     # trace in a process whose first call is compiled).
@@ -140,12 +138,12 @@ def _truncated_normal_check(
     global_shape: Any = None,
     global_start: Any = None,
 ) -> tuple:
-    out_dtype, view = _checks.float_like(like, key, dtype, global_shape, global_start)
-    mean, std = _checks.mean_std(mean, std, torch.float64, strict=True)  # the inverse CDF computes in double
-    a, b = _checks.real(a, "a"), _checks.real(b, "b")
+    out_dtype, view = checks.float_like(like, key, dtype, global_shape, global_start)
+    mean, std = checks.mean_std(mean, std, torch.float64, strict=True)  # the inverse CDF computes in double
+    a, b = checks.real(a, "a"), checks.real(b, "b")
     if not a < b:
         raise ValueError(f"a must be < b, got a={a}, b={b}")
-    if not torch.compiler.is_compiling() and not _checks.value_between(a, b, out_dtype):
+    if not torch.compiler.is_compiling() and not checks.value_between(a, b, out_dtype):
         raise ValueError(f"no value of {out_dtype} lies in [a, b] = [{a}, {b}]")
     return mean, std, a, b, dtype, *view
 
@@ -187,7 +185,7 @@ def _means_stds_like(x: torch.Tensor) -> list:
 
 def _round_examples(x: torch.Tensor) -> list:
     """The widest target of x's dtype, and saturating to the narrowest (a float8 type)."""
-    targets = _checks.ROUND_TARGETS.get(x.dtype, ())
+    targets = checks.ROUND_TARGETS.get(x.dtype, ())
     return [(False, targets[0]), (True, targets[-1])] if targets else []
 
 
@@ -196,52 +194,52 @@ def _probabilities_like(x: torch.Tensor) -> list:
     return [(p,)]
 
 
-_RANDINT_DTYPES = tuple(_checks.RANDINT_DTYPES)
+_RANDINT_DTYPES = tuple(checks.RANDINT_DTYPES)
 RANDINT_NARROW: int = SAMPLERS["randint"]["narrow"]  # randint's words up to this range; int64 takes more above it
 SPECS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("uniform", _checks.like_interval, examples=lambda x: [(-1.5, 2.0, None)]),
-        Op("quantize_noise", _checks.x_half, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
-        Op("dropout", _checks.x_p, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
-        Op("normal", _checks.like_mean_std, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("uniform", checks.like_interval, examples=lambda x: [(-1.5, 2.0, None)]),
+        Op("quantize_noise", checks.x_half, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
+        Op("dropout", checks.x_p, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
+        Op("normal", checks.like_mean_std, examples=lambda x: [(0.5, 2.0, None)]),
         Op("truncated_normal", _truncated_normal_check, examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)]),
-        Op("bernoulli", _checks.like_p, examples=lambda x: [(0.3,)]),
-        Op("bernoulli_tensor", _checks.like_p, examples=_probabilities_like),
+        Op("bernoulli", checks.like_p, examples=lambda x: [(0.3,)]),
+        Op("bernoulli_tensor", checks.like_p, examples=_probabilities_like),
         Op(
             "randint",
-            _checks.like_int_range,
+            checks.like_int_range,
             examples=lambda x: [(0 if d == torch.uint8 else -3, 100, d) for d in _RANDINT_DTYPES],
             input_dtypes=(torch.float32,),
         ),
-        Op("exponential", _checks.like_rate, examples=lambda x: [(1.5, None)]),
-        Op("stochastic_round", _checks.x_round, input="x", derivative="cast", examples=_round_examples),
+        Op("exponential", checks.like_rate, examples=lambda x: [(1.5, None)]),
+        Op("stochastic_round", checks.x_round, input="x", derivative="cast", examples=_round_examples),
         Op(
             "alpha_dropout",
-            _checks.x_p,
+            checks.x_p,
             input="x",
             derivative=Scaled(lambda x, key, params: _alpha_scale(x, key, *params)),
             examples=lambda x: [(0.0,), (0.3,), (1.0,)],
         ),
         Op(
             "rrelu",
-            _checks.x_lower_upper,
+            checks.x_lower_upper,
             input="x",
             derivative=Scaled(lambda x, key, params: _rrelu_slope(x, key, *params), reads_x=True),
             examples=lambda x: [(0.125, 1 / 3), (0.25, 0.25)],
         ),
-        Op("cauchy", _checks.like_median_sigma, examples=lambda x: [(0.5, 2.0, None)]),
-        Op("log_normal", _checks.like_log_normal, examples=lambda x: [(0.25, 0.5, None)]),
-        Op("geometric", _checks.like_open_p, examples=lambda x: [(0.3, None)]),
-        Op("normal_tensor", _checks.like_mean_std_tensors, examples=_means_stds_like),
+        Op("cauchy", checks.like_median_sigma, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("log_normal", checks.like_log_normal, examples=lambda x: [(0.25, 0.5, None)]),
+        Op("geometric", checks.like_open_p, examples=lambda x: [(0.3, None)]),
+        Op("normal_tensor", checks.like_mean_std_tensors, examples=_means_stds_like),
     )
 }
 
 # Composites of other ops that a Generator still advances for by their own count (functional.blocks_used), by the
 # dtypes they take: randperm's sort keys are int64 bits, multinomial's scores the race's.
 COMPOSITE_WORDS = {
-    "randperm": {d: WORDS[torch.int64] for d in _checks.RANDPERM_LIMITS},
-    "multinomial": {d: _KERNEL_WORDS["race"]["float64"] for d in _checks.FLOAT_DTYPES},
+    "randperm": {d: WORDS[torch.int64] for d in checks.RANDPERM_LIMITS},
+    "multinomial": {d: _KERNEL_WORDS["race"]["float64"] for d in checks.FLOAT_DTYPES},
 }
 
 

@@ -7,9 +7,10 @@ compiled_call for a DTensor input."""
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
-from . import _spec, _step
-from ._spec import SPECS, blocks_of
-from ._torch import argument_names, shard_order
+from . import spec as _spec
+from . import step
+from .spec import SPECS, blocks_of
+from .torch_private import argument_names, shard_order
 
 
 def view_of(x: DTensor, name: str = "x") -> tuple[list[int], list[int]]:
@@ -135,13 +136,13 @@ def _fused(spec):
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
         span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
-        mark = _step.mark(state)
+        mark = step.mark(state)
         dtype = _spec.words_dtype(spec.name, x.dtype, a.get("dtype"))
-        key = _step.advance(state, blocks_of(x.numel(), dtype, spec.name, span))
+        key = step.advance(state, blocks_of(x.numel(), dtype, spec.name, span))
         try:
             return spec.kernel(state=key, **a)
         except BaseException:  # this rank's block refused after the step: the blocks go back, as a plain call's
-            _step.give_back(mark, state)
+            step.give_back(mark, state)
             raise
 
     return rule

@@ -11,11 +11,11 @@ import math
 import torch
 import torch.nn.functional as TF
 
-from . import _checks
-from . import _stateful as rr
-from ._mode_rnn import RECURRENT
-from ._router import fill_checked, owner_of
-from ._torch import softmax_backward_data
+from .. import stateful as rr
+from .._engine import checks
+from .._engine.router import fill_checked, owner_of
+from .._engine.torch_private import softmax_backward_data
+from .rnn import RECURRENT
 
 
 def _size(args, kwargs):
@@ -162,7 +162,7 @@ def _in_place(fill):
     def route(g, self, *args, generator=None, **kwargs):
         if generator is not None:
             return None
-        _checks.writable(self, owner_of(g), "self", torch.is_grad_enabled())  # torch's refusals, before the draw
+        checks.writable(self, owner_of(g), "self", torch.is_grad_enabled())  # torch's refusals, before the draw
         values = fill(g, self, *args, **kwargs)
         if values is None:
             return None
