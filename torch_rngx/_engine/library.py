@@ -15,6 +15,7 @@ import importlib.util
 import os
 import re
 import sys
+from typing import Any
 
 import torch
 
@@ -112,3 +113,5 @@ def _has_library(folder: str) -> bool:
 
 
 load()
+# The compiled library, for the engine's modules: the op table's rows, the step's counters, the journal's hooks.
+C: Any = sys.modules["torch_rngx._C"]

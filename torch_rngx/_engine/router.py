@@ -26,9 +26,9 @@ import math
 
 import torch
 
-from .. import _C  # type: ignore[attr-defined]  # the compiled library, which mypy cannot read
 from . import checks, functions, reuse, step
 from . import spec as _spec
+from .library import C as _C
 from .spec import SPECS
 from .torch_private import (
     AutoDispatchBelowAutograd,

@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from .. import _C  # type: ignore[attr-defined]  # the compiled library, which mypy cannot read
 from . import checks
+from .library import C as _C
 from .torch_private import AutoDispatchBelowAutograd, argument_names, schema_arguments
 
 ops: Any = torch.ops.rngx

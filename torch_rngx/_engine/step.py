@@ -27,8 +27,8 @@ import threading
 
 import torch
 
-from .. import _C  # type: ignore[attr-defined]  # the compiled library, which mypy cannot read
 from . import checks, journal, reuse
+from .library import C as _C
 from .random_ops import drawing_from_torch
 from .spec import ops
 from .torch_private import any_python_mode, current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
