@@ -14,7 +14,7 @@ from . import data, debug, functional, nn, optim, stateful, testing  # noqa: F40
 from ._engine import deferred as _deferred
 from ._engine import registrations as _registrations  # noqa: F401  (the ops' fake, autograd and vmap kernels)
 from ._engine.journal import checkpoint_context
-from ._engine.spec import ops  # noqa: F401  (torch.ops.rngx)
+from ._engine.spec import rngx as ops  # noqa: F401  (torch.ops.rngx)
 from ._mode.mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
 from ._version import __version__ as __version__
 from .functional import blocks_used

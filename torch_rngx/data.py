@@ -32,7 +32,7 @@ from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
 
 from ._engine import checks, reuse
 from ._engine.random_ops import drawing_from_torch
-from ._engine.spec import ops
+from ._engine.spec import rngx
 from ._engine.torch_private import batches_yielded, build_dataloader_iterator, function_modes_set_aside
 from ._mode.mode import mode
 from .functional import key, randperm
@@ -65,7 +65,7 @@ def _data(values: Union[int, Sequence[int]]) -> Tensor:
 
 def _epoch_child(root: Tensor, epoch: int, child: int) -> Tensor:
     """fold_in(fold_in(root, epoch), child): a child of the epoch's key."""
-    return ops.fold_in(ops.fold_in(root, _data(epoch)), _data(child))
+    return rngx.fold_in(rngx.fold_in(root, _data(epoch)), _data(child))
 
 
 class SampleKeys(NamedTuple):
@@ -93,8 +93,8 @@ class SampleKeys(NamedTuple):
 
 def _sample_keys(samples: Tensor, indices: Sequence[int]) -> list[SampleKeys]:
     """The keys of `indices` below an epoch's samples key: one fold_in and one split for them all."""
-    nodes = ops.fold_in(samples.expand(len(indices), 2).contiguous(), _data(indices))
-    stream, seeds = ops.split(nodes, 2)
+    nodes = rngx.fold_in(samples.expand(len(indices), 2).contiguous(), _data(indices))
+    stream, seeds = rngx.split(nodes, 2)
     return [
         SampleKeys(key, (high % _U64) >> 32, low % _U64, high & _LOW32)
         for key, (low, high) in zip(stream, seeds.tolist())

@@ -41,7 +41,7 @@ from torch import Tensor
 
 from ._engine import checks, composite, reuse, router
 from ._engine import spec as _spec
-from ._engine.spec import SELU_ALPHA, blocks_of, ops, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
+from ._engine.spec import SELU_ALPHA, blocks_of, rngx, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
 
 __all__ = [
     "alpha_dropout",
@@ -120,13 +120,14 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
 
 
 def _check_range(op, dtype, range):
-    if op != "randint":
+    spec = _spec.SPECS.get(op)
+    if spec is None or spec.range_at is None:  # only an op whose row reads a range (randint's) takes one
         if range is not None:
             raise ValueError(f"range is randint's high - low; op {op!r} takes none, got range={range}")
         return
     if isinstance(range, bool) or not isinstance(range, (int, torch.SymInt)):
         raise TypeError(f"range (randint's high - low) must be an int, got {type(range).__name__}")
-    top = _U64 - 1 if dtype == torch.int64 else _spec.RANDINT_NARROW
+    top = _U64 - 1 if dtype in spec.wide else spec.narrow
     if isinstance(range, int) and not 1 <= range <= top:
         raise ValueError(f"range (randint's high - low) must be in [1, {top}] for {dtype}, got {range}")
 
@@ -180,7 +181,7 @@ def split(state: Tensor, num: int = 2) -> Tensor:
         reuse.traced(state, "split")
     elif reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
         reuse.active.blocks("split", state, [(0, num)])
-    return ops.split(state.contiguous(), num)
+    return rngx.split(state.contiguous(), num)
 
 
 def fold_in(state: Tensor, data: Union[int, Tensor]) -> Tensor:
@@ -204,7 +205,7 @@ def fold_in(state: Tensor, data: Union[int, Tensor]) -> Tensor:
         # the result is block offset + data of each key
         blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
         reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
-    return ops.fold_in(state.contiguous(), data)
+    return rngx.fold_in(state.contiguous(), data)
 
 
 def bits(
@@ -237,7 +238,7 @@ def bits(
         reuse.traced(state, "bits")
     elif reuse.active is not None:
         reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
-    return ops.bits(size, state.contiguous(), dtype, *view)
+    return rngx.bits(size, state.contiguous(), dtype, *view)
 
 
 def uniform(

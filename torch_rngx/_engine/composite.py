@@ -8,20 +8,20 @@ import torch
 from torch import Tensor
 
 from . import router
-from .spec import ops
+from .spec import rngx
 
 
 def permutation(n, state, dtype):
     """randperm's values from checked arguments (_checks.permutation): range(n) sorted by bits((n,), state), ties by
     index; a batched state (*B, 2) gives (*B, n)."""
     keys = state.contiguous() if state.dim() == 1 else state.reshape(*state.shape[:-1], 1, 2).contiguous()
-    words = ops.bits([*state.shape[:-1], n], keys, torch.int64)
+    words = rngx.bits([*state.shape[:-1], n], keys, torch.int64)
     return torch.argsort(words, dim=-1, stable=True).to(dtype)
 
 
 def race_samples(probs, key, num_samples, replacement, draws, need):
     """multinomial's samples from checked arguments (_checks.categories, weights)."""
-    scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
+    scores = rngx.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
     if replacement:
         return scores.argmin(dim=-1)
     return torch.argsort(scores.squeeze(-2), dim=-1, stable=True)[..., :num_samples]

@@ -7,9 +7,8 @@ compiled_call for a DTensor input."""
 import torch
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
-from . import spec as _spec
 from . import step
-from .spec import SPECS, blocks_of
+from .spec import SPECS
 from .torch_private import argument_names, shard_order
 
 
@@ -135,10 +134,9 @@ def _fused(spec):
         a = _bind(func, args, kwargs)
         x = a[spec.input]
         state = _replicated_local(a.pop("state"), x.device_mesh if isinstance(x, DTensor) else None)
-        span = _spec.range_of(spec.name, (a.get("low"), a.get("high")))
         mark = step.mark(state)
-        dtype = _spec.words_dtype(spec.name, x.dtype, a.get("dtype"))
-        key = step.advance(state, blocks_of(x.numel(), dtype, spec.name, span))
+        p = spec.params(spec.positional((x, state), a)[2:])
+        key = step.advance(state, spec.blocks(x.numel(), x.dtype, p))
         try:
             return spec.kernel(state=key, **a)
         except BaseException:  # this rank's block refused after the step: the blocks go back, as a plain call's
@@ -164,11 +162,11 @@ def compiled_call(spec, x, key, params):
     """Under torch.compile, a DTensor op as Dynamo sees it: to_local, the op on this rank's block with its view as
     constants, from_local. Compiled code is cached by its graph and DTensor's metadata, which do not say which rank
     compiled it; with the view in the graph, each rank's block gets its own cache entry."""
-    if params[-2] is not None:
+    if spec.global_shape_of(params) is not None:
         raise ValueError(_VIEW_OF_DTENSOR)
     view = view_of(x)
     key = _replicated_local(key, x.device_mesh)
-    rest = [_block_like(p, x, "p") if isinstance(p, DTensor) else p for p in params[:-2]]
+    rest = [_block_like(p, x, "p") if isinstance(p, DTensor) else p for p in params[: spec.view_at]]
     out = spec.kernel(x.to_local(), key, *rest, *view)
     return DTensor.from_local(out, x.device_mesh, x.placements, run_check=False, shape=x.shape, stride=x.stride())
 

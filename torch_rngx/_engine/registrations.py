@@ -16,10 +16,10 @@ import torch
 from . import checks, step
 from . import spec as _spec
 from .functions import NODE, batched_view
+from .spec import rngx
 from .torch_private import any_requires_grad, redispatch_below_autograd
 
 _lib = torch.library.Library("rngx", "IMPL")
-ops = _spec.ops
 
 
 # ---- bits ----
@@ -128,12 +128,12 @@ def _(info, in_dims, size, state, dtype, global_shape=None, global_start=None):
     if keys.dim() == 2:
         keys = keys.view(info.batch_size, *([1] * len(size)), 2)
     view = batched_view(info.batch_size, global_shape, global_start)
-    return ops.bits([info.batch_size, *size], keys.contiguous(), dtype, *view), 0
+    return rngx.bits([info.batch_size, *size], keys.contiguous(), dtype, *view), 0
 
 
 @torch.library.register_vmap("rngx::split")
 def _(info, in_dims, state, num):
-    return ops.split(state.movedim(in_dims[0], 0).contiguous(), num), 1
+    return rngx.split(state.movedim(in_dims[0], 0).contiguous(), num), 1
 
 
 @torch.library.register_vmap("rngx::fold_in")
@@ -141,7 +141,7 @@ def _(info, in_dims, state, data):
     state = _front(state, in_dims[0], info.batch_size).contiguous()
     data = _front(data, in_dims[1], info.batch_size)  # (N, *D), each row's D broadcasting to the row's batch
     data = data.reshape(info.batch_size, *([1] * (state.dim() - 1 - data.dim())), *data.shape[1:])
-    return ops.fold_in(state, torch.broadcast_to(data, state.shape[:-1]).contiguous()), 0
+    return rngx.fold_in(state, torch.broadcast_to(data, state.shape[:-1]).contiguous()), 0
 
 
 @torch.library.register_vmap("rngx::race")
@@ -156,4 +156,4 @@ def _(info, in_dims, weights, state, draws, need):
     else:
         keys = state.movedim(in_dims[1], 0)
         keys = keys.view(n, *([1] * (dims - 1)), 2) if keys.dim() == 2 else keys
-    return ops.race(weights, keys.contiguous(), draws, need), 0
+    return rngx.race(weights, keys.contiguous(), draws, need), 0

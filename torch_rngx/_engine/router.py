@@ -84,14 +84,13 @@ _FUSED = {kind: bare_op(op.fused_kernel.default) for kind, op in SPECS.items() i
 _NODE = {kind: function_apply(node) for kind, node in functions.NODE.items()}
 _STEP = bare_op(torch.ops.rngx.step_.default)
 _STEPS_MADE = _C.steps_made
-# Words per element by (op, dtype, wide): wide for a range above randint's narrow one (_spec.Op.wide).
+# Words per element by (op, dtype, wide): wide for a range above the narrow one of an op with wide words (randint's).
 _WORDS = {
-    (kind, dtype, wide): op.words_per_element(dtype, _spec.RANDINT_NARROW + wide)
+    (kind, dtype, wide): op.words_per_element(dtype, (op.narrow or 0) + wide if op.wide else None)
     for kind, op in SPECS.items()
     for dtype in op.dtypes
     for wide in ((False, True) if op.wide else (False,))
 }
-_WORDS_BY_INPUT = frozenset(kind for kind, op in SPECS.items() if op.words_by_input)  # stochastic_round
 FUSED_MAX = 1 << 15  # up to one thread's work: beyond it the saved dispatcher call is lost in the kernel's time
 
 
@@ -116,18 +115,21 @@ def draw(kind, x, generator, *params):
         owner = getattr(generator, "state", None)
         if type(owner) is not torch.Tensor or owner.dtype is not torch.int64:
             owner = owner_of(generator)  # a DTensor state (checked), or not a stream's owner (refused)
-    d = params[-3] if len(params) > 2 else None  # an op's dtype parameter comes just before the view
-    dtype = d if type(d) is torch.dtype and kind not in _WORDS_BY_INPUT else x.dtype  # _spec.words_dtype, inline
-    numel = x.numel() if params[-2] is None else math.prod(params[-2])
-    if torch.compiler.is_compiling():
-        key = step.key(owner, _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params)))
-        return _compiled(kind, x, key, params)
+    # The call's Params, read inline from the positions its row gives (no frame, no record on every call's path).
     spec = SPECS[kind]
+    d = None if spec.dtype_at is None else params[spec.dtype_at]
+    dtype = d if type(d) is torch.dtype and not spec.words_by_input else x.dtype  # Op.words_dtype's
+    shape = params[spec.view_at]
+    numel = x.numel() if shape is None else math.prod(shape)
+    span = None if spec.range_at is None else params[spec.range_at[1]] - params[spec.range_at[0]]  # randint's
+    if torch.compiler.is_compiling():
+        key = step.key(owner, _spec.blocks_of(numel, dtype, kind, span))
+        return _compiled(kind, x, key, params)
     if (  # a small CPU tensor with no gradient: the step (under the C++ lock) and the draw in one call, which
         # allocates before it steps, so it raises having drawn nothing
         spec.fused is not None
         and numel <= FUSED_MAX
-        and params[-2] is None
+        and shape is None
         and x.is_cpu
         and (owner is None or owner.is_cpu)
         and (spec.derivative is None or not (x.requires_grad and torch.is_grad_enabled()))
@@ -136,7 +138,7 @@ def draw(kind, x, generator, *params):
         and top_saved_tensors_hooks(False) is None
         and current_graph_task_id() == -1
     ):
-        return _FUSED[kind](step.scratch_seed() if owner is None else owner, x, *params[:-2])
+        return _FUSED[kind](step.scratch_seed() if owner is None else owner, x, *params[: spec.view_at])
     # Where the call's steps stand, inline (no frame on the path of every call): step.mark's.
     if owner is None:
         mark = step.mark(None, x.numel()) if x.numel() >= step.TORCH_SAVED_FROM else None
@@ -147,10 +149,10 @@ def draw(kind, x, generator, *params):
             return functions.DRAW[kind].apply(x, owner, dtype, *params)[0]
         if reuse.active is not None or top_saved_tensors_hooks(False) is not None or current_graph_task_id() != -1:
             # the key-reuse checker, a checkpoint's journal or a backward pass: the step as graphs record it
-            return _eager(kind, x, functions.drawn_key(owner, numel, dtype, kind, params), params)
+            return _eager(kind, x, functions.drawn_key(owner, numel, dtype, kind, span), params)
         if owner is None:
             return _eager(kind, x, step.fresh_seed(), params)
-        words = _WORDS[kind, dtype, bool(spec.wide) and params[1] - params[0] > _spec.RANDINT_NARROW]
+        words = _WORDS[kind, dtype, span is not None and span > spec.narrow]
         blocks = (numel * words + 3) // 4
         return _eager(kind, x, _STEP(owner, blocks) if owner.is_cpu else step.advance(owner, blocks), params)
     except BaseException:  # an allocation, autograd or an interrupt after the step: the blocks go back
@@ -191,10 +193,11 @@ def fill_checked(kind, tensor, generator, *args):
 
 
 def _fill(kind, tensor, generator, owner, params):
-    numel = tensor.numel()
+    numel, spec = tensor.numel(), SPECS[kind]
+    p = spec.params(params)
     if (
         numel <= FILL_CHUNK
-        or params[-2] is not None
+        or p.global_shape is not None
         or not (tensor.is_cpu and tensor.is_contiguous() and (owner is None or owner.is_cpu))
         or torch.compiler.is_compiling()
         or peek_interpreter_stack() is not None
@@ -204,13 +207,12 @@ def _fill(kind, tensor, generator, owner, params):
     ):
         with torch.no_grad():
             return tensor.copy_(draw(kind, tensor, generator, *params))
-    dtype = _spec.words_dtype(kind, tensor.dtype, params[-3] if len(params) > 2 else None)
-    key = functions.drawn_key(owner, numel, dtype, kind, params)
+    key = functions.drawn_key(owner, numel, spec.words_dtype(tensor.dtype, p), kind, p.range)
     flat, whole = tensor.view(-1), [numel]
     with AutoDispatchBelowAutograd(), torch.no_grad():
         for start in range(0, numel, FILL_CHUNK):
             part = flat[start : start + FILL_CHUNK]
-            part.copy_(_KERNEL[kind](part, key, *params[:-2], whole, [start]))
+            part.copy_(_KERNEL[kind](part, key, *params[: spec.view_at], whole, [start]))
     return tensor
 
 
@@ -253,10 +255,9 @@ def _compiled(kind, x, key, params):
 def _record(kind, x, key, params):
     """Tells the key-reuse checker (on) the words a call with an explicit key reads: x's elements' or, under a
     global view, its block's."""
-    dtype = _spec.words_dtype(kind, x.dtype, params[-3] if len(params) >= 3 else None)
-    reuse.active.draw(
-        kind, key, x.shape, _spec.words_per_element(dtype, kind, _spec.range_of(kind, params)), *params[-2:]
-    )
+    spec = SPECS[kind]
+    p = spec.params(params)
+    reuse.active.draw(kind, key, x.shape, spec.words_per_element(spec.words_dtype(x.dtype, p), p.range), *p.view)
 
 
 def plain_tensors():

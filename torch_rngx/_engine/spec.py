@@ -22,7 +22,7 @@ from . import checks
 from .library import C as _C
 from .torch_private import AutoDispatchBelowAutograd, argument_names, schema_arguments
 
-ops: Any = torch.ops.rngx
+rngx: Any = torch.ops.rngx
 
 # The op table's rows (csrc/op_table.h): each sampler's words per element by output dtype, randint's narrow range
 # and wide words, and its one-call form; and the other ops' words.
@@ -45,6 +45,24 @@ def _row(name: str) -> dict:
 
 
 @dataclass(frozen=True)
+class Params:
+    """A sampling call's parameters after its key, by what each is, as the op's row reads them (Op.params): the op's
+    own numbers (low and high, p, mean and std, ...), the output dtype the call asks for (None: the input's, or an
+    op without one), randint's range high - low (on which its int64 words depend; None for every other op) and the
+    global view (global_shape, global_start: both None, or x's block of a global tensor)."""
+
+    numbers: tuple
+    dtype: Optional[torch.dtype]
+    range: Optional[int]
+    global_shape: Optional[Sequence[int]]
+    global_start: Optional[Sequence[int]]
+
+    @property
+    def view(self) -> tuple:
+        return self.global_shape, self.global_start
+
+
+@dataclass(frozen=True)
 class Op:
     """One elementwise sampling op.
 
@@ -60,7 +78,9 @@ class Op:
     input_dtypes: the input dtypes opcheck tries (every layout of each).
     From its row (csrc/op_table.h): words (per element, by output dtype, or by x's where words_by_input),
     dtypes (those, as blocks_used takes them), narrow and wide (randint's: int64 above the range `narrow` takes
-    `wide` words) and fused (the CPU small-tensor op, a Generator's step and the op in one call, if any).
+    `wide` words) and fused (the CPU small-tensor op, a Generator's step and the op in one call, if any). From its
+    schema: where its parameters stand after the key (dtype_at, range_at: randint's low and high, view_at), which
+    Op.params reads into a Params.
     """
 
     name: str
@@ -78,11 +98,18 @@ class Op:
     wide: dict = field(init=False, repr=False)
     fused: Optional[str] = field(init=False, repr=False)
     words_by_input: bool = field(init=False, repr=False)
+    dtype_at: Optional[int] = field(init=False, repr=False)
+    range_at: Optional[tuple] = field(init=False, repr=False)
+    view_at: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         row = _row(self.name)
         words = _by_dtype(row["words"])
+        names = argument_names(getattr(rngx, self.name).default)[2:]  # after the input and the key
         for name, value in (
+            ("dtype_at", names.index("dtype") if "dtype" in names else None),
+            ("range_at", (names.index("low"), names.index("high")) if row["wide"] else None),
+            ("view_at", names.index("global_shape")),
             ("words", words),
             ("dtypes", tuple(words)),
             ("narrow", row["narrow"]),
@@ -94,11 +121,11 @@ class Op:
 
     @functools.cached_property
     def kernel(self) -> Any:
-        return getattr(ops, self.name)
+        return getattr(rngx, self.name)
 
     @functools.cached_property
     def fused_kernel(self) -> Any:
-        return None if self.fused is None else getattr(ops, self.fused)
+        return None if self.fused is None else getattr(rngx, self.fused)
 
     def positional(self, args: tuple, kwargs: dict) -> list:
         return positional(self.kernel, args, kwargs)
@@ -111,6 +138,30 @@ class Op:
         if dtype in self.wide and range > self.narrow:  # type: ignore[operator]
             return self.wide[dtype]
         return self.words[dtype]
+
+    def params(self, values: Sequence[Any]) -> Params:
+        """A call's parameters after its key (its check's result, the op's arguments in schema order) as a Params."""
+        dtype = None if self.dtype_at is None else values[self.dtype_at]
+        own = [i for i in range(self.view_at) if i != self.dtype_at]
+        at = self.view_at
+        return Params(tuple(values[i] for i in own), dtype, self.range_of(values), values[at], values[at + 1])
+
+    def range_of(self, values: Sequence[Any]) -> Optional[int]:
+        """Params.range alone, without the record (on the paths torch.compile and torch.func trace)."""
+        return None if self.range_at is None else values[self.range_at[1]] - values[self.range_at[0]]
+
+    def global_shape_of(self, values: Sequence[Any]) -> Optional[Sequence[int]]:
+        """Params.global_shape alone, without the record."""
+        return values[self.view_at]
+
+    def words_dtype(self, x_dtype: torch.dtype, p: Params) -> torch.dtype:
+        """The dtype a call takes its words per element by: the output's (the call's dtype, or x's when None), but
+        x's for an op whose words follow its input (stochastic_round, whose dtype is its target)."""
+        return p.dtype if type(p.dtype) is torch.dtype and not self.words_by_input else x_dtype
+
+    def blocks(self, numel: Any, x_dtype: torch.dtype, p: Params) -> Any:
+        """The Philox blocks a call on numel elements of input dtype x_dtype takes."""
+        return (numel * self.words_per_element(self.words_dtype(x_dtype, p), p.range) + 3) // 4
 
 
 def positional(op: Any, args: tuple, kwargs: dict) -> list:
@@ -161,14 +212,14 @@ class Scaled:
 
 def _alpha_scale(x: torch.Tensor, key: torch.Tensor, p: float, *view: Any) -> torch.Tensor:
     """alpha dropout's d out / d x: keep * a in x's dtype, keep from dropout's mask of the same key and p."""
-    kept = ops.dropout(torch.ones_like(x, memory_format=torch.contiguous_format), key, p, *view) != 0
+    kept = rngx.dropout(torch.ones_like(x, memory_format=torch.contiguous_format), key, p, *view) != 0
     a = 0.0 if p == 1 else 1.0 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
     return torch.where(kept, torch.tensor(a, dtype=torch.float64).to(x.dtype), torch.zeros((), dtype=x.dtype))
 
 
 def _rrelu_slope(x: torch.Tensor, key: torch.Tensor, lower: float, upper: float, *view: Any) -> torch.Tensor:
     """rrelu's d out / d x: 1 where x > 0, else r, uniform(lower, upper)'s value in x's dtype with the same key."""
-    r = ops.uniform(x, key, lower, upper, None, *view)
+    r = rngx.uniform(x, key, lower, upper, None, *view)
     return torch.where(x > 0, torch.ones((), dtype=x.dtype), r)
 
 
@@ -195,7 +246,6 @@ def _probabilities_like(x: torch.Tensor) -> list:
 
 
 _RANDINT_DTYPES = tuple(checks.RANDINT_DTYPES)
-RANDINT_NARROW: int = SAMPLERS["randint"]["narrow"]  # randint's words up to this range; int64 takes more above it
 SPECS: dict[str, Op] = {
     op.name: op
     for op in (
@@ -249,17 +299,6 @@ def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optio
     if op in SPECS:
         return SPECS[op].words_per_element(dtype, range)
     return COMPOSITE_WORDS.get(op or "", {}).get(dtype, WORDS[dtype])
-
-
-def words_dtype(op: str, x_dtype: torch.dtype, dtype: Any) -> torch.dtype:
-    """The dtype a call of sampler `op` takes its words per element by: the output's (the op's `dtype` argument, or
-    x's when None), but x's for stochastic_round, whose output dtype is its target."""
-    return dtype if type(dtype) is torch.dtype and not SPECS[op].words_by_input else x_dtype
-
-
-def range_of(op: Optional[str], params: Sequence[Any]) -> Optional[int]:
-    """randint's high - low (its params start with low, high), on which its words per element depend; else None."""
-    return params[1] - params[0] if op == "randint" else None
 
 
 def blocks_of(numel: Any, dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> Any:

@@ -30,7 +30,7 @@ import torch
 from . import checks, journal, reuse
 from .library import C as _C
 from .random_ops import drawing_from_torch
-from .spec import ops
+from .spec import rngx
 from .torch_private import any_python_mode, current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
 
 # seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
@@ -57,7 +57,7 @@ if hasattr(os, "register_at_fork"):
 def advance(state, blocks):
     """The key for one call, then the offset moved past its blocks: one step under the state's lock."""
     if state.is_cpu:
-        return ops.step_(state, blocks)
+        return rngx.step_(state, blocks)
     with take_lock:
         taken = state.clone()
         state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
@@ -186,7 +186,7 @@ def scratch_seed():
 def key(owner, blocks):
     """The key for a call that reads `blocks` blocks, as graphs record it: owner's step (rngx::take_) or, for owner
     None, a fresh seed (rngx::seed_state). Inside a checkpoint both are journaled, and a recomputation replays them."""
-    return ops.seed_state() if owner is None else ops.take_(owner, blocks)
+    return rngx.seed_state() if owner is None else rngx.take_(owner, blocks)
 
 
 def check_take(state, blocks):
