@@ -646,7 +646,11 @@ def dropout(
         >>> torch_rngx.dropout(torch.ones(4), 1.0)
         tensor([0., 0., 0., 0.])
     """
-    return dropout_from("dropout", input, p, training, inplace, generator, global_shape, global_start)
+    if inplace:
+        return dropout_from("dropout", input, p, training, inplace, generator, global_shape, global_start)
+    # dropout_from's path for a plain dropout, in the fewest frames (dropout_args checks input when it draws)
+    p, *view = checks.dropout_args(input, p, training, inplace, global_shape, global_start, input_too=True)
+    return draw("dropout", input, generator, p, *view) if training and p != 0 else input
 
 
 def dropout1d(
