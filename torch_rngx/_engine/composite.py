@@ -1,6 +1,6 @@
 """Samplers composed of the ops, shared by the functional and the stateful forms: channel dropout (one dropout
 mask of shape (N, C) broadcast over x[n, c]), channel alpha dropout (the alpha_dropout op run once per spatial
-position), randperm (indices sorted by their int64 bits) and multinomial (an exponential race)."""
+position), randperm (indices sorted by their int64 bits) and multinomial (the race op: stream.md, "multinomial")."""
 
 from typing import Any
 

@@ -110,10 +110,14 @@ def sample(kind, x, key, *params, reads=None):
 
 
 def draw(kind, x, generator, *params):
-    owner = None
-    if generator is not None:
-        owner = getattr(generator, "state", None)
-        if type(owner) is not torch.Tensor or owner.dtype is not torch.int64:
+    if generator is None:
+        owner = None
+    else:  # owner_of's protocol, inline for a plain tensor state (whose dtype and shape the op's C++ checks)
+        try:
+            owner = generator.state
+        except AttributeError:
+            owner = None
+        if type(owner) is not torch.Tensor:
             owner = owner_of(generator)  # a DTensor state (checked), or not a stream's owner (refused)
     # The call's Params, read inline from the positions its row gives (no frame, no record on every call's path).
     spec = SPECS[kind]
