@@ -256,7 +256,7 @@ $(EMU_DIR)/%.o: csrc/kernels/%.c $(wildcard csrc/kernels/*.h)
 
 $(EMU_DIR)/test_cuda_emu: tests/cuda_emu/test_cuda_emu.cpp tests/cuda_emu/cuda_runtime.h tests/c/check.h tests/kat/stream-1.0.h $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh csrc/kernels/*.h) $(EMU_OBJS)
 	$(CXX) -std=c++17 -O2 -ffp-contract=off -Wall -Wextra -Wno-unknown-pragmas -Itests/cuda_emu -Icsrc/kernels -Itests/c -Itests/kat \
-	  -o $@ -x c++ csrc/kernels/ops_cuda.cu -x none tests/cuda_emu/test_cuda_emu.cpp $(EMU_OBJS) -lm
+	  -o $@ -x c++ csrc/kernels/kernels_cuda.cu -x none tests/cuda_emu/test_cuda_emu.cpp $(EMU_OBJS) -lm
 
 cuda-emu: $(EMU_DIR)/test_cuda_emu
 	$<

@@ -1,9 +1,9 @@
 """Builds torch_rngx's libraries against the torch of this environment (pip install: see tools/build_backend.py):
 
 - torch_rngx._C: every op schema (csrc/library.cpp), the C11 kernels (csrc/kernels) and the CPU glue over
-  PyTorch's stable C ABI (csrc/ops.cpp, csrc/module.c). It never links CUDA, so it loads under any torch build.
+  PyTorch's stable C ABI (csrc/impl_cpu.cpp, csrc/module.c). It never links CUDA, so it loads under any torch build.
 - torch_rngx._C_cuda, when torch is a CUDA build and a CUDA toolkit is found: the CUDA kernels (csrc/kernels/*.cu)
-  and their glue (csrc/ops_cuda.cpp, csrc/module_cuda.c), linked against libtorch_cuda and the CUDA runtime.
+  and their glue (csrc/impl_cuda.cpp, csrc/module_cuda.c), linked against libtorch_cuda and the CUDA runtime.
   `import torch_rngx` loads it only under torch's CUDA build (torch_rngx/_engine/library.py).
 
 Each is one abi3 build that loads on every torch >= 2.10 (TORCH_TARGET_VERSION) and CPython >= 3.9 (Py_LIMITED_API).
@@ -126,7 +126,7 @@ LIMITS = [("Py_LIMITED_API", PY_LIMITED_API), ("TORCH_TARGET_VERSION", TORCH_TAR
 extensions = [
     Extension(
         "torch_rngx._C",
-        sources=sources("kernels/*.c", "library.cpp", "ops.cpp", "module.c"),
+        sources=sources("kernels/*.c", "library.cpp", "impl_cpu.cpp", "module.c"),
         include_dirs=[CSRC],
         library_dirs=tce.library_paths(),
         libraries=["c10", "torch_cpu"],
@@ -141,7 +141,7 @@ if CUDA_HOME is not None:
     extensions.append(
         Extension(
             "torch_rngx._C_cuda",
-            sources=sources("kernels/job.c", "kernels/*.cu", "ops_cuda.cpp", "module_cuda.c"),
+            sources=sources("kernels/job.c", "kernels/*.cu", "impl_cuda.cpp", "module_cuda.c"),
             include_dirs=[CSRC],
             library_dirs=tce.library_paths() + [os.path.join(CUDA_HOME, "lib64")],
             libraries=["c10", "torch_cpu", "torch_cuda", "cudart"],

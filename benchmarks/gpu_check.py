@@ -6,6 +6,7 @@ stream 1.0 contract (docs/stream.md; a state [seed, offset] counts its offset in
 0. stream 1.0's known answers (tests/kat/stream-1.0.json), every case on the device.
 1. CUDA == CPU, bit for bit: bits (all 8 integer dtypes), uniform (4 float dtypes, [0, 1) and other bounds),
    quantize_noise, dropout and its backward, stochastic_round (to a 16-bit and, saturating, to a float8 type),
+   normal with tensor mean and std, alpha and feature alpha dropout, rrelu, cauchy, log_normal, geometric,
    split, fold_in (int and tensor data), batched states ((N,1,1,1,2)
    per sample, broadcast ones) and a Generator(device="cuda"); layouts contiguous, channels_last, transposed,
    sliced and 1-D; the state on the CPU and on the GPU; float32 uniform and dropout at 2^size-log2 elements.
@@ -152,6 +153,14 @@ FLOAT_OPS = {  # name -> fn(x, state)
     "exponential": lambda x, st: F.exponential(x, st, 1.5),
     "stochastic_round": lambda x, st: F.stochastic_round(x, st, ROUND_TO[x.dtype]),
     "stochastic_round float8, saturate": lambda x, st: F.stochastic_round(x * 300, st, ROUND_TO_FLOAT8[x.dtype], True),
+    # issue 43's ops: mean and std read from x (a second input through each walk), the closed forms, the affines
+    "normal, tensor mean and std": lambda x, st: F.normal(x, st, x, x.abs()),
+    "alpha_dropout": lambda x, st: F.alpha_dropout(x, st, 0.3),
+    "feature_alpha_dropout": lambda x, st: F.feature_alpha_dropout(x, st, 0.3),
+    "rrelu": lambda x, st: F.rrelu(x, st, 0.125, 1 / 3),
+    "cauchy": lambda x, st: F.cauchy(x, st, 0.5, 2.0),
+    "log_normal": lambda x, st: F.log_normal(x, st, 0.25, 1.5),
+    "geometric": lambda x, st: F.geometric(x, st, 0.3),
 }
 
 

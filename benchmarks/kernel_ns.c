@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "kernels/simd.h"
 
 #define N ((int64_t)1 << 20)

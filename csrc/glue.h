@@ -1,4 +1,4 @@
-// What the CPU (ops.cpp) and CUDA (ops_cuda.cpp) glue share: argument checks and unpacking through PyTorch's
+// What the CPU (impl_cpu.cpp) and CUDA (impl_cuda.cpp) glue share: argument checks and unpacking through PyTorch's
 // stable ABI, and the output allocation. Keeping one copy keeps the error messages and strides identical.
 #pragma once
 
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ops.h"
-#include "op_table.h"
+#include "kernels/kernels.h"
+#include "kernels/op_table.h"
 
 // torch 2.10 and 2.11 name it TORCH_ERROR_CODE_CHECK (torch/headeronly/util/shim_utils.h); 2.12+ add this name.
 #ifndef STABLE_TORCH_ERROR_CODE_CHECK
@@ -171,7 +171,7 @@ inline OutType out_type(const char*, const Tensor& first, const char* first_name
   return {first.scalar_type(), float_dtype(first.scalar_type(), first_name), std::nullopt};
 }
 
-// DTYPE_INT: one of RNGX_INT_DTYPES (op_table.h).
+// DTYPE_INT: one of RNGX_INT_DTYPES (kernels/op_table.h).
 inline OutType out_type(const char* op, const Tensor&, const char*, ScalarType t) {
 #define RNGX_INT_OUT(scalar, name, bits, lo, hi) \
   if (t == ScalarType::scalar) return {t, bits_dtype(t), t, lo, hi};
@@ -201,7 +201,7 @@ inline OutType out_type(const char* op, const Tensor& first, const char* first_n
   return out;
 }
 
-// A sampler's row (op_table.h) as C++: its dtype parameter and argument, the tensor its kernel reads, and the
+// A sampler's row (kernels/op_table.h) as C++: its dtype parameter and argument, the tensor its kernel reads, and the
 // dtype's values that DTYPE_INT's derivation takes (DTYPE_ROUND's: the input's dtype).
 #define RNGX_DTYPE_PARAM_DTYPE_OPTIONAL std::optional<ScalarType> dtype,
 #define RNGX_DTYPE_PARAM_DTYPE_FIRST

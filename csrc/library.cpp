@@ -1,7 +1,7 @@
-// The rngx library: every op schema (from the op table, op_table.h), and take_'s kernel for any device.
+// The rngx library: every op schema (from the op table, kernels/op_table.h), and take_'s kernel for any device.
 // Loading the shared library alone (torch.ops.load_library, or dlopen in a C++ program such as AOTInductor's
-// runtime) defines the ops; the per-device kernels are registered in ops.cpp (CPU, in this library, _C) and
-// ops_cuda.cpp (CUDA, in the library _C_cuda, which links CUDA and is loaded after this one).
+// runtime) defines the ops; the per-device kernels are registered in impl_cpu.cpp (CPU, in this library, _C) and
+// impl_cuda.cpp (CUDA, in the library _C_cuda, which links CUDA and is loaded after this one).
 //
 // Python adds what the stable ABI cannot express at our target version, 2.10: seed_state (its
 // nondeterministic_seeded tag needs torch_library_def_with_tags, 2.12; torch_rngx/_step.py), fake kernels (a C++
@@ -27,7 +27,7 @@ const rngx_journal* rngx_journal_hooks = nullptr;
 
 namespace {
 
-// Every schema, from op_table.h: each sampler's, its one-call form's where it has one, and the other ops'.
+// Every schema, from kernels/op_table.h: each sampler's, its one-call form's where it has one, and the other ops'.
 #define RNGX_SCHEMA(name, schema) schema,
 #define RNGX_SAMPLER_ROW_SCHEMA(...) RNGX_SAMPLER_SCHEMA(__VA_ARGS__),
 #define RNGX_FUSED_ROW_SCHEMA(name, first, out, kernel, params, args, schema, words, form, fused)                   \
@@ -129,7 +129,7 @@ const struct DefineOps {
 
 }  // namespace
 
-// The caller checks the state (take_, ops.cpp's fused ops).
+// The caller checks the state (take_, impl_cpu.cpp's fused ops).
 std::array<int64_t, 2> rngx_glue::take_key(Tensor& state, uint64_t blocks, Tensor* taken) {
   if (state.is_cpu()) {
     // The key's tensor is allocated before the lock, directly (a clone would be one more dispatcher call).

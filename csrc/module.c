@@ -1,8 +1,8 @@
-/* The CPython module. Importing it runs the static op registrations (library.cpp, ops.cpp). It exports the op
- * table's rows (op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call form;
- * the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
- * set_journal, which hands the C++ step the checkpoint journal (journal.h); and steps_made and give_back, through which
- * a call that raises gives back the blocks its steps took (steps.h).
+/* The CPython module. Importing it runs the static op registrations (library.cpp, impl_cpu.cpp). It exports the op
+ * table's rows (kernels/op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call
+ * form; the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
+ * set_journal, which hands the C++ step the checkpoint journal (journal.h); and steps_made and give_back, through
+ * which a call that raises gives back the blocks its steps took (steps.h).
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "journal.h"
+#include "kernels/op_table.h"
 #include "kernels/simd.h"
-#include "op_table.h"
 #include "steps.h"
 
 /* ---- the op table ---- */
@@ -239,13 +239,13 @@ static PyObject *give_back(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"samplers", samplers, METH_NOARGS,
-     "samplers() -> list[dict]: the op table's samplers (csrc/op_table.h): name, first ('like' or 'x'), dtype "
+     "samplers() -> list[dict]: the op table's samplers (csrc/kernels/op_table.h): name, first ('like' or 'x'), dtype "
      "('optional', 'first' or 'int'), params (the schema's text), words (per element, by output dtype name), paired, "
      "narrow and wide (an 'int' row's: the range up to which `words` hold, and the int64 words above it) and fused "
      "(the one-call op's name, or None)."},
     {"kernel_words", kernel_words, METH_NOARGS,
-     "kernel_words() -> dict: the other ops' words per element (csrc/op_table.h), by dtype name, and bits' by width "
-     "in bits (also blocks_used's without an op)."},
+     "kernel_words() -> dict: the other ops' words per element (csrc/kernels/op_table.h), by dtype name, and bits' "
+     "by width in bits (also blocks_used's without an op)."},
     {"simd", simd, METH_NOARGS, "simd() -> str: the Philox path in use: 'scalar', 'avx2' or 'avx512'."},
     {"simd_paths", simd_paths, METH_NOARGS, "simd_paths() -> list[str]: the paths this build and CPU run."},
     {"set_simd", set_simd, METH_VARARGS, "set_simd(name): use that path from now on (ValueError if unsupported)."},

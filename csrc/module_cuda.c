@@ -1,4 +1,4 @@
-/* The CPython module torch_rngx._C_cuda. Importing it runs ops_cuda.cpp's static registration of the CUDA kernels;
+/* The CPython module torch_rngx._C_cuda. Importing it runs impl_cuda.cpp's static registration of the CUDA kernels;
  * torch_rngx._C defines the ops they implement (library.cpp). It has no functions of its own.
  * Like module.c it touches no data of the Python C API, so a program without Python can dlopen it (RTLD_LAZY). */
 #include <Python.h>

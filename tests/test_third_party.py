@@ -148,7 +148,7 @@ def test_convnext_at_a_second_size_fails_under_inductor_as_torchs_own_does():
         for hidden_sizes, size in (((8,), 32), ((16,), 48)):  # one stage: the stem and a block are enough
             model, batch = _convnext(hidden_sizes=hidden_sizes, size=size)
             if convert:
-                torch_rngx.nn.convert(model, seed=1)
+                torch_rngx.nn.convert(model, seed=size)  # a seed per model: no key drawn twice
             try:
                 torch.compile(model, fullgraph=True, backend="inductor")(**batch)
             except torch._inductor.exc.InductorError as error:
@@ -158,7 +158,7 @@ def test_convnext_at_a_second_size_fails_under_inductor_as_torchs_own_does():
     torch._dynamo.reset()
     for hidden_sizes, size in (((8,), 32), ((16,), 48)):
         model, batch = _convnext(hidden_sizes=hidden_sizes, size=size)
-        torch_rngx.nn.convert(model, seed=1)
+        torch_rngx.nn.convert(model, seed=size + 1)
         start = model.rngx_state.clone()
         torch.compile(model, fullgraph=True, backend="inductor", dynamic=False)(**batch)
         assert not torch.equal(model.rngx_state, start)

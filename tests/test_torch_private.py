@@ -390,7 +390,7 @@ def test_graph_helpers_read_what_torch_compile_captured():
     fake = got["fake"].from_tensor(torch.ones(2))
     assert _torch.fake_mode_of(([fake], {"k": 1})) is got["fake"] and _torch.fake_mode_of((torch.ones(2),)) is None
     assert isinstance(torch.ops.higher_order.cond, _torch.HigherOrderOperator)
-    assert _torch.is_numpy_wrapper(torch._dynamo.utils.numpy_to_tensor_wrapper(np.sin))
+    assert _torch.is_numpy_wrapper(torch._dynamo.utils.numpy_to_tensor_wrapper(np.sin)) and not _torch.is_numpy_wrapper(np.sin)
     assert torch._dynamo.output_graph.OutputGraph.call_user_compiler._rngx_hook is torch_rngx._mode.mode._check_graph
 
 

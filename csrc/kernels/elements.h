@@ -1,9 +1,9 @@
 /* Each op's numbers and elements (docs/stream.md), the one definition that the C loops (loops.c), the CUDA kernels
- * (ops_cuda.cu) and users' own C, C++ and CUDA code (docs/device_api.md) all call, so a custom kernel draws the
+ * (kernels_cuda.cu) and users' own C, C++ and CUDA code (docs/device_api.md) all call, so a custom kernel draws the
  * bits the ops give. Installed with the package next to philox.h, convert.h, convert_lanes.h and dists.h
  * (torch_rngx.include_dir()).
  *
- * Per op (its `kernel` in csrc/op_table.h):
+ * Per op (its `kernel` in csrc/kernels/op_table.h):
  *   rngx_<kernel>_params(dtype, arguments..., &p)   host: checks the call's arguments and derives the numbers its
  *       elements read, once per call; returns NULL, or what is wrong (the glue names the op and the values).
  *   rngx_<kernel>_element_<dtype>(&p, w, x)         the element from its words w (its row's words per element,

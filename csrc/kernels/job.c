@@ -1,7 +1,7 @@
-/* A job's set-up on the host, shared by the C walk (walk.c) and the CUDA launchers (ops_cuda.cu): its dims
+/* A job's set-up on the host, shared by the C walk (walk.c) and the CUDA launchers (kernels_cuda.cu): its dims
  * collapsed, and its keys placed in a global view. The CUDA library (torch_rngx._C_cuda) compiles this file without
  * the C walk. */
-#include "ops.h"
+#include "job.h"
 
 void rngx_collapse(const rngx_job *job, int reads, rngx_layout *l) {
   l->nd = 0;

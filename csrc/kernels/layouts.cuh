@@ -1,4 +1,5 @@
-// The three CUDA walks over a job's elements, shared by every op (ops_cuda.cu generates each op's functor from its row).
+// The three CUDA walks over a job's elements, shared by every op (kernels_cuda.cu generates each op's functor from
+// its row).
 //
 // An op is a functor with `T` (the output's element type in memory), `TI` (the inputs': T but for
 // stochastic_round), `K` (stream words per element), `kReads` (the inputs it reads: 0, 1 `in`, or 2 `in` and `in2`)
@@ -17,8 +18,8 @@
 
 #include <type_traits>
 
+#include "job.h"
 #include "keys.h"
-#include "ops.h"
 
 namespace rngx {
 

@@ -1,9 +1,9 @@
-/* The CPU kernels, generated from the op table (csrc/op_table.h): per kernel and output dtype, a loop over one
- * span (walk.h) that calls the kernel's element (elements.h), and the public kernels (ops.h), which run the loop
+/* The CPU kernels, generated from the op table (csrc/kernels/op_table.h): per kernel and output dtype, a loop over one
+ * span (walk.h) that calls the kernel's element (elements.h), and the public kernels (kernels.h), which run the loop
  * over the walk (walk.c). No op is written out here. */
 #include "elements.h"
+#include "kernels.h"
 #include "keys.h"
-#include "ops.h"
 #include "simd.h"
 #include "walk.h"
 
@@ -85,6 +85,16 @@
     else kernel##_##sfx##_run(op->p, r->w, r->n, r->out, r->so);                                                   \
   }
 
+/* stochastic_round reads x from memory once, and the walk makes each batch's words (pure arithmetic) before the
+ * span that uses them, so the memory would sit idle while they are made: a contiguous span asks for the x that
+ * the spans SROUND_AHEAD bytes on will read (two float32 batches, walk.c), which then arrive while their words are
+ * made: about 0.6 -> 0.66-0.81 of the speed of a plain float32 -> bfloat16 loop at 2^24 on 2 threads into a buffer
+ * already faulted in (benchmarks/sround_memory.c, docs/performance.md). A prefetch past x's end never faults. */
+#define SROUND_AHEAD 4096
+static inline void sround_prefetch(const void *x, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch((const void *)((uintptr_t)x + (uintptr_t)(b + SROUND_AHEAD)), 0, 3);
+}
+
 /* SROUND: stochastic_round's span in the common case that every x is within the target's range, without the
  * element's NaN and out-of-range selects (rngx_sround_in_range_*: half the float32 -> bfloat16 loop's time); a span
  * with any x past the range (or NaN) is then done again by the element itself. */
@@ -92,6 +102,7 @@
   CLONE_BODY void kernel##_##sfx##_run(rngx_params p, const uint32_t *w, int64_t n, T *o, int64_t so,             \
                                        const rngx_##kernel##_input_##sfx *x, int64_t si) {                        \
     uint32_t past = 0;                                                                                            \
+    if (si == 1) sround_prefetch(x, n * (int64_t)sizeof *x);                                                      \
     for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_in_range_##sfx(w + (K) * j, x[j * si], &past);   \
     if (past)                                                                                                     \
       for (int64_t j = 0; j < n; ++j) o[j * so] = rngx_##kernel##_element_##sfx(&p, w + (K) * j, x[j * si]);     \

@@ -3,7 +3,7 @@
 #ifndef RNGX_WALK_H
 #define RNGX_WALK_H
 
-#include "ops.h"
+#include "job.h"
 
 typedef struct {
   const uint32_t *w;
@@ -22,7 +22,7 @@ struct rngx_op {
   rngx_loop_fn loop;
   int reads_input;     /* the inputs its loop reads: 0, 1 or 2 */
   rngx_dtype in_dtype; /* the inputs', where the op reads any: the output's but for stochastic_round */
-  int k; /* words per element (its row's, csrc/op_table.h) */
+  int k; /* words per element (its row's, csrc/kernels/op_table.h) */
   int paired; /* elements 2p and 2p + 1 of a key's stream come from the words of both (normal) */
   rngx_params p;
 };

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "kernels/convert.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "kernels/philox.h"
 
 typedef enum { OP_BITS, OP_UNIFORM, OP_NOISE, OP_DROPOUT } op_kind;

@@ -13,7 +13,7 @@
 #include "check.h"
 #include "kernels/convert.h"
 #include "kernels/dists.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
 static uint32_t next32(void) { /* splitmix64: test inputs only */

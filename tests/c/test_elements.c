@@ -8,7 +8,7 @@
 #include <torch_rngx/elements.h>
 
 #include "check.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 
 enum { N = 1001 };
 typedef enum { UNIFORM, NOISE, DROPOUT, BERNOULLI, NORMAL } op_kind;

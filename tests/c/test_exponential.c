@@ -13,7 +13,7 @@
 #include "check.h"
 #include "kernels/convert.h"
 #include "kernels/dists.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "kernels/stream.h"
 
 static uint64_t rng = 0x452821E638D01377ull;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "reference.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "kernels/philox.h"
 #include "reference.h"
 

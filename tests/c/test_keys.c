@@ -1,4 +1,4 @@
-/* Key derivation and key lookup (ops.h): rngx_split and rngx_fold_in against a per-key reference written from
+/* Key derivation and key lookup (kernels.h): rngx_split and rngx_fold_in against a per-key reference written from
  * the spec (reference.h: child d of key (s, o) = (r0 | r1 << 32, r2 | r3 << 32), r = block(s, o + d), block
  * numbers mod 2^64), with offsets near 2^64 so o + d wraps, fold_in(d) == split(d + 1)[d], data of one value
  * (stride 0) or one per key, exact-size and sentinel-checked outputs; and rngx_key_of_segment against the reference's
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "kernels/philox.h"
 #include "reference.h"
 

@@ -1,4 +1,4 @@
-/* Every kernel of ops.h against a per-element reference written from the stream v2 contract (reference.h; issue 8,
+/* Every kernel of kernels.h against a per-element reference written from the stream v2 contract (reference.h; issue 8,
  * docs/stream.md): the element at local index j of its key (seed, offset) takes words k*j .. k*j + k - 1 of
  * that key, W(t) = block(seed, offset + t / 4)[t % 4], whatever its memory position; with batched keys, its
  * leading key_dims indices pick the key (stride 0: broadcast) and the rest give j.
@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "kernels/convert.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "reference.h"
 
 enum { NDIM = 4 };
@@ -425,7 +425,7 @@ static void check_params(void) {
   }
 }
 
-/* The op table's words (csrc/op_table.h) as the spec gives them: bits and the float ops here. */
+/* The op table's words (csrc/kernels/op_table.h) as the spec gives them: bits and the float ops here. */
 static void check_words_per_element(void) {
   for (size_t d = 0; d < sizeof ALL_DTYPES / sizeof *ALL_DTYPES; ++d) {
     const rngx_dtype dt = ALL_DTYPES[d];

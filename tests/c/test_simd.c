@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 #include "kernels/philox.h"
 #include "kernels/simd.h"
 #include "kernels/stream.h"

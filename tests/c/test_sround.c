@@ -14,7 +14,7 @@
 #include <torch_rngx/elements.h>
 
 #include "check.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 
 typedef struct {
   const char *name;

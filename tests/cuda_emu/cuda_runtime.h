@@ -1,6 +1,6 @@
-// A CPU stand-in for the few parts of the CUDA runtime that csrc/kernels/ops_cuda.cu uses, so CI (no GPU) can
+// A CPU stand-in for the few parts of the CUDA runtime that csrc/kernels/kernels_cuda.cu uses, so CI (no GPU) can
 // run those kernels unchanged (see test_cuda_emu.cpp). Not a general emulator. One block runs at a time, so
-// __shared__ arrays are statics. A block of one row of threads (ops_cuda.cu's only kind without
+// __shared__ arrays are statics. A block of one row of threads (kernels_cuda.cu's only kind without
 // __syncthreads) runs its threads one after another; any other block runs them as fibers that switch at each
 // __syncthreads, which then acts as the block's barrier. A __syncthreads in a one-row block aborts, so that
 // shortcut cannot hide a bug.

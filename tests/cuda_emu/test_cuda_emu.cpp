@@ -1,4 +1,4 @@
-// The CUDA kernels (csrc/kernels/ops_cuda.cu), run on the CPU through the stand-in runtime beside this file,
+// The CUDA kernels (csrc/kernels/kernels_cuda.cu), run on the CPU through the stand-in runtime beside this file,
 // must write exactly the C kernels' bytes (csrc/kernels/loops.c) for every op (normal, truncated normal, bernoulli
 // with a scalar and a per-element p, randint, exponential, multinomial's race, normal with tensor mean and std,
 // alpha dropout, rrelu, cauchy, log_normal, geometric and stochastic_round's every (input, target) pair included),
@@ -22,8 +22,8 @@
 
 #include "check.h"
 #include "convert.h"
-#include "ops.h"
-#include "ops_cuda.h"
+#include "kernels.h"
+#include "kernels_cuda.h"
 #include "stream-1.0.h"
 
 #ifdef RNGX_REAL_CUDA
@@ -739,5 +739,5 @@ int main() {
 
 // On a machine with a GPU and nvcc (not part of `make`), with the C kernels built as the Makefile builds them:
 //   mkdir -p /tmp/rc && for f in csrc/kernels/*.c; do cc -std=c11 -O2 -ffp-contract=off -Icsrc -c -o /tmp/rc/$(basename $f .c).o $f; done
-//   for f in csrc/kernels/ops_cuda.cu tests/cuda_emu/test_cuda_emu.cpp; do nvcc -std=c++17 -O2 -arch=native -DRNGX_REAL_CUDA -Icsrc/kernels -Itests/c -Itests/kat -c -x cu -o /tmp/rc/$(basename $f).o $f; done
+//   for f in csrc/kernels/kernels_cuda.cu tests/cuda_emu/test_cuda_emu.cpp; do nvcc -std=c++17 -O2 -arch=native -DRNGX_REAL_CUDA -Icsrc/kernels -Itests/c -Itests/kat -c -x cu -o /tmp/rc/$(basename $f).o $f; done
 //   nvcc -arch=native -o /tmp/rc/test_cuda_real /tmp/rc/*.o && /tmp/rc/test_cuda_real

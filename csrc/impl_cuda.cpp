@@ -1,6 +1,6 @@
 // CUDA kernels of the rngx ops: the CPU glue's checks and allocation (glue.h), then the launchers in
-// csrc/kernels/ops_cuda.cu, on torch's current stream of x's device. The samplers' kernels come from their rows
-// in the op table (op_table.h); the other ops are written out below. setup.py compiles this file into its own
+// csrc/kernels/kernels_cuda.cu, on torch's current stream of x's device. The samplers' kernels come from their rows
+// in the op table (kernels/op_table.h); the other ops are written out below. setup.py compiles this file into its own
 // library, torch_rngx._C_cuda, with -DUSE_CUDA (which the CUDA parts of the stable ABI need), so the CPU library
 // _C never links CUDA.
 #include <torch/csrc/stable/accelerator.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "glue.h"
-#include "kernels/ops_cuda.h"
+#include "kernels/kernels_cuda.h"
 
 namespace {
 
@@ -85,7 +85,7 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
   return out;
 }
 
-// A sampler's CUDA kernel from its row (op_table.h).
+// A sampler's CUDA kernel from its row (kernels/op_table.h).
 #define RNGX_CUDA_SAMPLER(name, first, out_kind, kernel, params, args, schema, words, form, fused)                \
   Tensor name(Tensor first, Tensor state, RNGX_UNPACK(params), RNGX_DTYPE_PARAM_##out_kind GlobalArg global_shape, \
               GlobalArg global_start) {                                                                           \

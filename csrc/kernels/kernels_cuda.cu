@@ -1,10 +1,10 @@
-// The CUDA kernels, generated from the op table (csrc/op_table.h) as loops.c generates the CPU ones: the same
+// The CUDA kernels, generated from the op table (csrc/kernels/op_table.h) as loops.c generates the CPU ones: the same
 // stream (philox.h) and elements (elements.h), so every element equals the CPU's bit for bit. Multiplies and adds
 // there go through __fmul_rn/__fadd_rn (and the double versions) in device code, which the compiler never fuses
 // into an FMA; the CPU side builds with -ffp-contract=off. No op is written out here.
 
 #include "elements.h"
-#include "ops_cuda.h"
+#include "kernels_cuda.h"
 #include "layouts.cuh"
 
 namespace rngx {

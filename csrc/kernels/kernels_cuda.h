@@ -1,5 +1,5 @@
-/* CUDA launchers for the rngx ops (csrc/kernels/ops_cuda.cu): the same jobs as ops.h, the same bits, declared from
- * the op table (csrc/op_table.h).
+/* The CUDA launchers of the op table's kernels (kernels_cuda.cu): the same jobs as kernels.h's CPU kernels, the
+ * same bits, declared from the op table (op_table.h).
  *
  * A plain C interface, so the glue needs neither CUDA nor torch headers to call it. In `job`, sizes and
  * strides are host arrays and the data pointers are device pointers. */
@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "ops.h"
+#include "kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,12 +21,12 @@ extern "C" {
   int rngx_cuda_##kernel(const rngx_job *job, void *stream, const rngx_params *p);
 RNGX_SAMPLERS(RNGX_DECLARE_CUDA_SAMPLER)
 #undef RNGX_DECLARE_CUDA_SAMPLER
-/* The other ops' elementwise kernels, as rngx_<kernel> in ops.h. */
+/* The other ops' elementwise kernels, as rngx_<kernel> in kernels.h. */
 #define RNGX_DECLARE_CUDA_KERNEL(kernel, types, reads, words, form) \
   int rngx_cuda_##kernel(const rngx_job *job, void *stream);
 RNGX_DEVICE_KERNELS(RNGX_DECLARE_CUDA_KERNEL)
 #undef RNGX_DECLARE_CUDA_KERNEL
-/* rngx_split and rngx_fold_in (ops.h) on device pointers. */
+/* rngx_split and rngx_fold_in (kernels.h) on device pointers. */
 int rngx_cuda_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out, void *stream);
 int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out,
                       void *stream);

@@ -1,4 +1,4 @@
-// CPU kernels of the rngx ops (schemas: op_table.h). Unpacks tensors through PyTorch's stable ABI, allocates
+// CPU kernels of the rngx ops (schemas: kernels/op_table.h). Unpacks tensors through PyTorch's stable ABI, allocates
 // outputs exactly as the fake kernels do, and runs the C kernels on torch's intra-op thread pool. Every argument
 // is checked again here, so direct torch.ops.rngx calls cannot crash. The samplers' ops (and their one-call forms)
 // come from their rows in the op table; the other ops are written out below.
@@ -8,7 +8,7 @@
 
 #include "glue.h"
 #include "kernels/convert.h"
-#include "kernels/ops.h"
+#include "kernels/kernels.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ Tensor bits(std::vector<int64_t> size, Tensor state, ScalarType dtype, GlobalArg
               [&](const rngx_job* job, int64_t begin, int64_t end) { rngx_bits(job, begin, end); });
 }
 
-// A sampler's CPU op from its row (op_table.h), and its one-call form, where the row has one: a CPU Generator's
+// A sampler's CPU op from its row (kernels/op_table.h), and its one-call form, where the row has one: a CPU Generator's
 // step and the op in one call (torch_rngx/_router.py: draw). The key is the state before the step, then the
 // offset moves past the call's blocks (the row's words per element, take_key). Checked before it moves.
 template <class Kernel>

@@ -1,8 +1,10 @@
-// Every rngx op once. library.cpp defines the ops from the schemas here; ops.cpp (CPU) and ops_cuda.cpp (CUDA)
-// generate each sampler's op, and its one-call form, from its row and register every kernel from these lists;
-// the C kernels (kernels/loops.c, kernels/ops_cuda.cu) generate its loops and launch, and module.c exports the
-// rows to Python (torch_rngx/_spec.py). Names and schemas are the ops' interface (users' torch.ops.rngx calls,
-// AOTInductor packages): they stay as they are. Preprocessor lists only, so C, C++ and CUDA C all include it.
+// Every rngx op once. The C kernels here generate each row's declarations (kernels.h, kernels_cuda.h), loops
+// (loops.c) and launch (kernels_cuda.cu); the glue above this folder defines the ops from the schemas here
+// (csrc/library.cpp), generates each sampler's op and its one-call form and registers every kernel from these
+// lists (csrc/impl_cpu.cpp for the CPU, csrc/impl_cuda.cpp for CUDA), and exports the rows to Python (csrc/module.c,
+// read by torch_rngx/_spec.py). Names and schemas are the ops' interface (users' torch.ops.rngx calls, AOTInductor
+// packages): they stay as they are. Preprocessor lists only, so C, C++ and CUDA C all include it; it sits with the
+// kernels, which include nothing from outside their folder.
 #ifndef RNGX_OP_TABLE_H
 #define RNGX_OP_TABLE_H
 
@@ -17,8 +19,8 @@
 //           (first's, a float type), DTYPE_INT (`ScalarType dtype`, one of RNGX_INT_DTYPES) or DTYPE_ROUND
 //           (`ScalarType dtype`, a float type of lower precision than x's: rngx_sround_pair)
 //   kernel  the C name: rngx_<kernel>_params (the arguments' checks and derivation) and the element functions
-//           rngx_<kernel>_element_<dtype> in kernels/elements.h; the generated rngx_<kernel> (kernels/ops.h) and
-//           rngx_cuda_<kernel> (kernels/ops_cuda.h)
+//           rngx_<kernel>_element_<dtype> in elements.h; the generated rngx_<kernel> (kernels.h) and
+//           rngx_cuda_<kernel> (kernels_cuda.h)
 //   params  the C parameters between state and the dtype, args their names, schema their text in the schema
 //   words   stream words per element (docs/stream.md): for the float kinds by output dtype (float16, bfloat16,
 //           float32, float64), for DTYPE_ROUND by x's dtype in that order; for DTYPE_INT (k, narrow, wide): k words
@@ -68,7 +70,7 @@
   X(Int, int32, 32, INT32_MIN, INT32_MAX)                                                                          \
   X(Long, int64, 64, INT64_MIN, INT64_MAX)
 
-// The other ops with a CPU and a CUDA kernel, written out in ops.cpp and ops_cuda.cpp. X(name, schema)
+// The other ops with a CPU and a CUDA kernel, written out in csrc/impl_cpu.cpp and csrc/impl_cuda.cpp. X(name, schema)
 #define RNGX_DEVICE_OPS(X)                                                                                         \
   X(bits, "bits(SymInt[] size, Tensor state, ScalarType dtype, " RNGX_VIEW ") -> Tensor")                          \
   /* p: like's shape (broadcast, stride 0 allowed) and dtype */                                                    \
@@ -81,7 +83,7 @@
   X(split, "split(Tensor state, int num) -> Tensor")                                                               \
   X(fold_in, "fold_in(Tensor state, Tensor data) -> Tensor")
 
-// Their elementwise kernels, generated as a sampler's (kernels/loops.c, kernels/ops_cuda.cu) from
+// Their elementwise kernels, generated as a sampler's (loops.c, kernels_cuda.cu) from
 //   X(kernel, types, reads, words, form)
 //   types   FLOATS (float16, bfloat16, float32, float64), INTS (8-, 16-, 32-, 64-bit integers) or F64 (float64)
 //   reads   the inputs the kernel reads per element, in out's dtype: 1, `in` (bernoulli_tensor's p; race's float64
@@ -96,8 +98,8 @@
   X(normal_tensor, FLOATS, 2, (1, 1, 1, 2), PAIRS)
 
 // A Generator's step: returns the key for one call, and moves the offset past `blocks` in place, under the one lock
-// of every state's step (library.cpp). One kernel for every device. take_ is the step graphs record: it consults the
-// checkpoint journal where a process has one (journal.h); step_ is the bare step.
+// of every state's step (csrc/library.cpp). One kernel for every device. take_ is the step graphs record: it
+// consults the checkpoint journal where a process has one (csrc/journal.h); step_ is the bare step.
 #define RNGX_ANY_DEVICE_OPS(X)                                                                                     \
   X(take_, "take_(Tensor(a!) state, SymInt blocks) -> Tensor")                                                     \
   X(step_, "step_(Tensor(a!) state, SymInt blocks) -> Tensor")
