@@ -352,10 +352,10 @@ aoti-cpp: $(SO) $(AOTI_CPP)
 # pip wheel for the checkout at hand: $(1) python, $(2) USE_CUDA, $(3) output folder.
 build_wheel = rm -rf build/lib.* build/bdist.* && USE_CUDA=$(2) $(1) -m pip wheel -q --no-build-isolation --no-deps -w $(3) .
 
-dist/$(WHEEL_NAME): $(VENV)/.stamp $(SOURCES) $(wildcard torch_rngx/*.py) pyproject.toml
+dist/$(WHEEL_NAME): $(VENV)/.stamp $(SOURCES) $(wildcard torch_rngx/*.py torch_rngx/*/*.py) pyproject.toml
 	$(call build_wheel,$(PYTHON),0,dist)
 
-dist/cuda/$(WHEEL_NAME): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh) $(wildcard torch_rngx/*.py) pyproject.toml
+dist/cuda/$(WHEEL_NAME): $(CUDA_VENV)/.stamp $(SOURCES) $(wildcard csrc/kernels/*.cu csrc/kernels/*.cuh) $(wildcard torch_rngx/*.py torch_rngx/*/*.py) pyproject.toml
 	$(call build_wheel,$(CUDA_VENV)/bin/python,1,dist/cuda)
 
 wheel-cuda: dist/cuda/$(WHEEL_NAME)

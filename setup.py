@@ -4,7 +4,7 @@
   PyTorch's stable C ABI (csrc/impl_cpu.cpp, csrc/module.c). It never links CUDA, so it loads under any torch build.
 - torch_rngx._C_cuda, when torch is a CUDA build and a CUDA toolkit is found: the CUDA kernels (csrc/kernels/*.cu)
   and their glue (csrc/impl_cuda.cpp, csrc/module_cuda.c), linked against libtorch_cuda and the CUDA runtime.
-  `import torch_rngx` loads it only under torch's CUDA build (torch_rngx/_library.py).
+  `import torch_rngx` loads it only under torch's CUDA build (torch_rngx/_engine/library.py).
 
 Each is one abi3 build that loads on every torch >= 2.10 (TORCH_TARGET_VERSION) and CPython >= 3.9 (Py_LIMITED_API).
 """

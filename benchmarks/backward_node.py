@@ -9,7 +9,7 @@ import timeit
 import torch
 import torch.nn.functional as F
 
-from torch_rngx import _functions
+from torch_rngx._engine import functions as _functions
 
 
 class _Saved(torch.autograd.Function):

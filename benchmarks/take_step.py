@@ -7,7 +7,7 @@ import timeit
 import torch
 
 import torch_rngx  # noqa: F401  (the ops and their journal)
-from torch_rngx import _replay
+from torch_rngx._engine import journal as _replay
 
 torch.set_num_threads(1)
 state = torch.tensor([1, 0])

@@ -1,6 +1,6 @@
 """The tests' table of ops: one row per way of drawing that the package registers, so that the tests that treat every
 op alike (compiled and exported against eager, thread counts, Philox paths, layouts, global views) name each op once,
-here. Every spec of torch_rngx._spec.SPECS, every composite of COMPOSITE_WORDS and the raw bits have a row under
+here. Every spec of torch_rngx._engine.spec.SPECS, every composite of COMPOSITE_WORDS and the raw bits have a row under
 their own name; test_ops_table.py fails when one is missing. Extra rows cover the ways one spec draws differently:
 randint's 4-word int64, a dtype override, the channel forms of dropout and alpha dropout.
 

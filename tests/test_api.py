@@ -330,10 +330,11 @@ def _package_frames(call):
 @pytest.mark.parametrize("grad", [False, True])
 def test_a_stateful_call_crosses_few_frames(grad):
     """torch_rngx.dropout(x, 0.1, generator=g) goes from the public function through its check and the router to the
-    op (and the node with a gradient): at most 8 frames of the package, in at most 4 files (issue 31)."""
+    op (and the node with a gradient): at most 5 frames of the package in 3 files, 7 in 4 with a gradient (issues 31,
+    46)."""
     x = torch.randn(64, requires_grad=grad)
     g = torch_rngx.Generator(0)
     with torch_rngx.debug.key_reuse("off"):  # the default path: the checker make test runs under adds frames
         frames = _package_frames(lambda: torch_rngx.dropout(x, 0.1, generator=g))
     files = {f for _, f in frames}
-    assert len(frames) <= 8 and len(files) <= 4, frames
+    assert len(frames) <= (7 if grad else 5) and len(files) <= (4 if grad else 3), frames

@@ -18,6 +18,7 @@ API = Path(__file__).resolve().parent.parent / "docs" / "api"
 # The public modules, each with the page of the reference that renders it.
 MODULES = {
     "torch_rngx": "torch_rngx.md",
+    "torch_rngx.stateful": "torch_rngx.md",
     "torch_rngx.nn": "nn.md",
     "torch_rngx.nn.init": "nn.md",
     "torch_rngx.functional": "functional.md",
@@ -29,12 +30,12 @@ MODULES = {
 }
 # Public-looking module globals that are internal on purpose (shared with other private modules).
 INTERNAL = {"torch_rngx.functional.blocks_of", "torch_rngx.functional.words_per_element",
-            "torch_rngx.functional.SELU_ALPHA"}
+            "torch_rngx.functional.SELU_ALPHA", "torch_rngx.stateful.dropout_from"}
 _STANDS_IN = re.compile(r"``(torch\.[^`]+|CompressAI's [^`]+)``")
 
 
 def module_of(name):
-    """A public module by its dotted name; torch_rngx.nn.init is an attribute of torch_rngx.nn, not a package."""
+    """A public module by its dotted name, or one its parent holds as an attribute."""
     parent, _, attr = name.rpartition(".")
     try:
         return importlib.import_module(name)

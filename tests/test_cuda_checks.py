@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import torch_rngx
-from torch_rngx import _checks
+from torch_rngx._engine import checks as _checks
 
 
 def on(device, shape=(2,)):

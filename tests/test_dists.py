@@ -269,11 +269,11 @@ def test_trunc_normal_fills_large_tensors_in_chunks_with_the_same_bits(monkeypat
     """Plain eager code (the key-reuse checker off: with it on, the fill is one draw that it sees) fills a large
     contiguous tensor a chunk at a time, with the bits and the step of one draw."""
     if chunk is not None:
-        monkeypatch.setattr(torch_rngx._router, "FILL_CHUNK", chunk)
-    chunk = torch_rngx._router.FILL_CHUNK
+        monkeypatch.setattr(torch_rngx._engine.router, "FILL_CHUNK", chunk)
+    chunk = torch_rngx._engine.router.FILL_CHUNK
     calls = []
-    op = torch_rngx._router._KERNEL["truncated_normal"]
-    monkeypatch.setitem(torch_rngx._router._KERNEL, "truncated_normal", lambda *a: calls.append(a[0].numel()) or op(*a))
+    op = torch_rngx._engine.router._KERNEL["truncated_normal"]
+    monkeypatch.setitem(torch_rngx._engine.router._KERNEL, "truncated_normal", lambda *a: calls.append(a[0].numel()) or op(*a))
     shape = (4, chunk // 2 + 57)  # two chunks and 228 elements
     g = torch_rngx.Generator(5)
     for dtype in FLOAT_DTYPES:
@@ -294,7 +294,7 @@ def test_trunc_normal_fills_large_tensors_in_chunks_with_the_same_bits(monkeypat
     after = torch.rand(3)
     torch.manual_seed(1)
     with recompute():
-        want = F.truncated_normal(torch.empty(shape), torch_rngx._step.fresh_seed(), 0.0, 1.0, -2.0, 2.0)
+        want = F.truncated_normal(torch.empty(shape), torch_rngx._engine.step.fresh_seed(), 0.0, 1.0, -2.0, 2.0)
     assert torch.equal(a, want) and torch.equal(torch.rand(3), after)
 
 

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as TF
 
 import torch_rngx
-from torch_rngx import _C, _step, nn
+from torch_rngx import _C, nn
+from torch_rngx._engine import step as _step
 
 HUGE = 2**50  # elements: 4 PiB of float32, an allocation that fails at once
 
@@ -46,7 +47,7 @@ def streams():
         Stream("Generator", g, [lambda: g.state, torch_gen]),
         Stream("nn.RNG", rng, [lambda: rng.state, torch_gen]),
         # what an nn module passes for its own buffer (nn.Dropout(seed=)): the router's Owned
-        Stream("module", torch_rngx._router.Owned(module.rng_state), [lambda: module.rng_state, torch_gen]),
+        Stream("module", torch_rngx._engine.router.Owned(module.rng_state), [lambda: module.rng_state, torch_gen]),
         Stream("torch's generator", None, [torch_gen]),
     ]
 
@@ -145,7 +146,7 @@ AFTER_THE_DRAW = {
 
 
 def _module(m, g):
-    if isinstance(g, torch_rngx._router.Owned):  # the module's own stream: its buffer
+    if isinstance(g, torch_rngx._engine.router.Owned):  # the module's own stream: its buffer
         m = type(m)(m.p, seed=0)
         m.rng_state = g.state
     elif g is not None:

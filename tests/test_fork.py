@@ -107,7 +107,8 @@ def test_parent_and_child_draw_the_same_words_after_a_fork():
 def test_a_child_forked_while_a_thread_holds_a_python_lock_starts_with_it_free(lock):
     """torch_rngx's Python locks (entering a mode, building its table, a report, a device state's step), held by
     another thread at the fork: the child enters a mode and draws under it, and takes the lock itself."""
-    from torch_rngx import _mode, _step
+    from torch_rngx._mode import mode as _mode
+    from torch_rngx._engine import step as _step
 
     module, name = lock.split(".")
     held, release = threading.Event(), threading.Event()

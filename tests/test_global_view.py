@@ -13,7 +13,7 @@ from ops_table import ROWS, draws
 
 import torch_rngx
 from torch_rngx import functional as F
-from torch_rngx._ops import ops
+from torch_rngx import ops
 
 ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok("draws every op from one key, whole and in blocks, to compare them")
 

@@ -1,43 +1,70 @@
 """torch_rngx's modules import each other in layers (docs/development.md): each module imports only modules of the
 layers below its own, so no module reaches itself through its relative imports, top-level or inside functions."""
+
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "torch_rngx"
-# Lowest first. A call goes down them: a public function (_stateful, functional) checks its arguments (_checks), takes
-# its route (_router), whose autograd.Functions (_functions) and Generator step (_step) sit on the op spec (_spec).
-LAYERS = [
-    {"_torch", "_library", "_version", "_deferred"},
-    {"_checks", "_replay", "_reuse", "_random_ops"},
-    {"_spec", "params", "debug"},
-    {"_step", "triton"},
-    {"_functions", "distributed", "testing"},
-    {"_ops", "_router"},
-    {"functional"},
-    {"generator", "optim"},
-    {"_stateful", "_init"},
-    {"_mode_workers"},
-    {"_mode_rnn"},
-    {"_mode_routes"},
-    {"_mode"},
-    {"nn", "data"},
-    {"__main__"},
+# Lowest first, by folder: the engine (_engine/: the spec, checks, routes, autograd Functions, registrations, the step,
+# journal, reuse checker, DTensor rules, loader and torch shim) under the public samplers (functional, generator,
+# stateful), the mode (_mode/), which routes torch's calls to them, and the modules that use the mode (nn, data). A
+# call goes down them: a public function checks its arguments (checks), takes its route (router), whose
+# autograd.Functions (functions) and Generator step (step) sit on the op spec (spec).
+ENGINE = [
+    {"_engine.torch_private", "_engine.library", "_engine.deferred", "_version"},
+    {"_engine.checks", "_engine.journal", "_engine.reuse", "_engine.random_ops"},
+    {"_engine.spec"},
+    {"_engine.step"},
+    {"_engine.functions", "_engine.dtensor"},
+    {"_engine.registrations", "_engine.router"},
+    {"_engine.composite"},
 ]
+PUBLIC = [
+    {"params", "debug", "testing", "distributed"},
+    {"triton", "functional"},
+    {"generator", "optim"},
+    {"stateful", "nn.init"},
+]
+MODE = [{"_mode.workers"}, {"_mode.rnn"}, {"_mode.routes"}, {"_mode.mode"}]
+ABOVE = [{"nn", "data"}, {"__main__"}]
+LAYERS = ENGINE + PUBLIC + MODE + ABOVE
 
 
-def imports(path: Path, modules: set[str]) -> set[str]:
-    """The package modules `path` imports with `from . import m` or `from .m import name`, anywhere in the file."""
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Every module by its dotted name under the package ("_engine.spec"; a package by its own name, "nn"), but the
+    packages' faces that only hold a docstring (torch_rngx/__init__.py imports the rest and is left out)."""
+    found = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+            if not parts or not any(
+                isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(ast.parse(path.read_text()))
+            ):
+                continue
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """The package modules `path` (module `name`) imports with relative imports, anywhere in the file: `from . import
+    m`, `from .m import x`, `from ..p import m` (a module of p, or p itself)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            names = [node.module] if node.module else [alias.name for alias in node.names]
-            found.update(name.split(".")[0] for name in names)
-    return found & modules
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            base = package[: len(package) - (node.level - 1)]
+            if node.module:
+                base = base + node.module.split(".")
+            candidates = [".".join(base)] if node.module else []
+            candidates += [".".join(base + [alias.name]) for alias in node.names]
+            found.update(c for c in candidates if c in known)
+    return found - {name}
 
 
 def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    files = {p.stem: p for p in package.glob("*.py") if p.stem != "__init__"}
-    return {name: imports(path, set(files)) for name, path in files.items()}
+    files = modules(package)
+    return {name: imports(path, name, set(files)) for name, path in files.items()}
 
 
 def cycle(edges: dict[str, set[str]]) -> list[str]:
@@ -46,7 +73,7 @@ def cycle(edges: dict[str, set[str]]) -> list[str]:
 
     def visit(node):
         if node in path:
-            return path[path.index(node):] + [node]
+            return path[path.index(node) :] + [node]
         if node in done:
             return []
         path.append(node)
@@ -76,6 +103,28 @@ def test_every_module_imports_only_lower_layers():
 def test_no_import_cycle():
     found = cycle(graph())
     assert not found, f"torch_rngx has an import cycle: {' -> '.join(found)}"
+
+
+def test_the_engine_imports_nothing_above_it():
+    """The folders show the layers: nothing in _engine/ imports a module outside it, nothing in _mode/ a module
+    that uses the mode."""
+    edges = graph()
+    engine = [
+        f"{m} -> {d}"
+        for m, deps in edges.items()
+        if m.startswith("_engine.")
+        for d in deps
+        if not d.startswith("_engine.")
+    ]
+    assert not engine, engine
+    mode_up = [
+        f"{m} -> {d}"
+        for m, deps in edges.items()
+        if m.startswith("_mode.")
+        for d in deps
+        if d in ("nn", "data", "__main__")
+    ]
+    assert not mode_up, mode_up
 
 
 def test_the_check_finds_a_cycle(tmp_path):

@@ -1,5 +1,5 @@
 """`import torch_rngx` where the compiled libraries are missing or do not load raises an ImportError that says what
-happened and what to run (torch_rngx/_library.py): a torch_rngx folder without a build shadowing the installed
+happened and what to run (torch_rngx/_engine/library.py): a torch_rngx folder without a build shadowing the installed
 package, a source tree without a build, a CPU library linked against CUDA under a CPU torch, and CUDA kernels that
 do not load under torch's CUDA build. A CPU torch never loads the CUDA library. Each case runs in a fresh process,
 on a copy of the package's Python files."""

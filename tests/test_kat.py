@@ -6,7 +6,7 @@ import pytest
 import torch
 from kat import kat
 
-from torch_rngx import _spec
+from torch_rngx._engine import spec as _spec
 
 DOC = kat.load()
 BY_NAME = {c["name"]: c for c in DOC["cases"]}

@@ -11,7 +11,7 @@ import torch.utils.checkpoint
 
 import torch_rngx
 import torch_rngx.functional as F
-from torch_rngx import _reuse
+from torch_rngx._engine import reuse as _reuse
 from torch_rngx.debug import KeyReuseError, KeyReuseWarning, key_reuse
 
 HERE = os.path.abspath(__file__)

@@ -234,7 +234,7 @@ def test_flow_matching_step_compiled_equals_eager():
 
 
 def test_uncovered_warns_once_naming_the_function_raises_or_stays_quiet():
-    torch_rngx._mode._warned.discard("torch.poisson")
+    torch_rngx._mode.mode._warned.discard("torch.poisson")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with torch_rngx.mode(seed=1):
@@ -280,7 +280,7 @@ def test_nested_modes_innermost_routes():
     g = Generator(1)
     assert torch.equal(a, torch_rngx.rand_like(a, generator=g)) and torch.equal(c, torch_rngx.rand_like(a, generator=g))
     assert torch.equal(b, torch_rngx.randn_like(a, generator=Generator(2)))
-    assert torch.nn.init.trunc_normal_ is torch_rngx._mode._TRUNC_NORMAL, "the binding outlived the modes"
+    assert torch.nn.init.trunc_normal_ is torch_rngx._mode.mode._TRUNC_NORMAL, "the binding outlived the modes"
 
 
 def test_threads_each_their_own():

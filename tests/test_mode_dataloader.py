@@ -1,4 +1,4 @@
-"""DataLoader workers under torch_rngx.mode (docs/guide.md, "DataLoader workers"; torch_rngx/_mode_workers.py): a
+"""DataLoader workers under torch_rngx.mode (docs/guide.md, "DataLoader workers"; torch_rngx/_mode/workers.py): a
 Dataset whose __getitem__ calls torch.rand, torch.randn and F.dropout, read by two worker processes, forked and
 spawned. Each worker draws under a mode of its own from its torch generator, which torch seeds with base_seed +
 worker_id; the base seed is the loader's random_() in the main process, routed to the main mode's stream. So: the

@@ -113,7 +113,7 @@ def test_sampler_is_routed_or_reported_eager_and_compiled(name):
     reported = REPORTED.get(name)
     for compiled in (False, True):
         torch._dynamo.reset()
-        torch_rngx._mode._warned.clear()
+        torch_rngx._mode.mode._warned.clear()
         draw = torch.compile(lambda: _draws(d), fullgraph=fullgraph, backend="aot_eager") if compiled else _draws
         args = () if compiled else (d,)
         if reported is not None:

@@ -29,7 +29,7 @@ def test_numpy_random_in_a_compiled_function_is_named(f, args):
             torch_rngx.mode(seed=0, uncovered="error"):
         torch.compile(f, fullgraph=True, backend="aot_eager")(*args)
     torch._dynamo.reset()
-    torch_rngx._mode._warned.clear()
+    torch_rngx._mode.mode._warned.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for backend in ("aot_eager", "inductor"):  # two graphs, one warning
@@ -66,7 +66,7 @@ def _spied(op, args, kwargs):
     for another device, a schema the samples do not fit)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    spy = torch_rngx._mode._Spy()
+    spy = torch_rngx._mode.mode._Spy()
     try:
         with FakeTensorMode() as fake:
             fakes = [fake.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
@@ -130,7 +130,7 @@ def test_every_random_aten_op_in_a_graph_is_named(name):
         graph = torch.fx.Graph()
         graph.output(graph.call_function(op, (), drawing))
         with pytest.raises(RuntimeError, match=REPORT + f".*aten.{name}"):
-            torch_rngx._mode.check_graph(torch.fx.GraphModule(torch.nn.Module(), graph), "error")
+            torch_rngx._mode.mode.check_graph(torch.fx.GraphModule(torch.nn.Module(), graph), "error")
         return
     assert all(f"aten.{name}" in n or n.startswith("aten.bernoulli") for n in reached), reached
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.key_reuse_ok("compares the same stream's draws eager an
 
 
 def _fresh_warnings():
-    torch_rngx._mode._warned.clear()
+    torch_rngx._mode.mode._warned.clear()
 
 
 def _quiet_run(f, *args):

@@ -103,7 +103,7 @@ class _OurOps(torch.utils._python_dispatch.TorchDispatchMode):
         if func.namespace == "rngx" and name not in _KEYS:
             op = name[: -len("_from_")] if fused else name
             first, key = (args[1], key) if fused else (args[0], args[1])
-            spec = torch_rngx._spec.SPECS.get(op)
+            spec = torch_rngx._engine.spec.SPECS.get(op)
             reads = [t for t in args[2:] if isinstance(t, torch.Tensor)] + ([first] if spec is None or
                                                                               spec.input == "x" else [])
             self.draws.append((op, key.clone(), [t.clone() for t in reads], out.clone()))

@@ -14,7 +14,7 @@ import torch.utils._pytree as pytree
 
 import torch_rngx
 
-REPORT = "torch_rngx.mode: "  # how every report starts (torch_rngx._mode._message)
+REPORT = "torch_rngx.mode: "  # how every report starts (torch_rngx._mode.mode._message)
 NAMESPACES = (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch._C._nn", torch._C._nn),
               ("torch.nn.functional", TF))
 
@@ -167,7 +167,7 @@ def test_every_tagged_function_is_routed_or_reported_eager_and_compiled(name):
     assert not moved, f"{name} ran under the mode and drew from torch's generator: silent"
     # as the mode's table says: a route runs; a call that stays torch's is reported; a Python function run as it is
     # ("through": F.rrelu) is whatever the calls it makes are
-    kind = torch_rngx._mode._KIND[func][0]
+    kind = torch_rngx._mode.mode._KIND[func][0]
     assert {"route": outcome == "ran", "random": outcome == "reported", "through": True}[kind], (kind, outcome)
     if outcome == "reported":
         assert name.rsplit(".", 1)[1] in eager_out, eager_out
@@ -193,9 +193,9 @@ def test_every_tagged_function_is_routed_or_reported_eager_and_compiled(name):
 def test_the_sweep_covers_torchs_random_functions():
     """Torch's tags give the sweep its functions, and the mode's table holds each: routed, run through (a Python
     function whose calls reach the mode) or reported when it draws."""
-    torch_rngx._mode._prepare()
+    torch_rngx._mode.mode._prepare()
     assert len(BINDINGS) > 60
-    kinds = {name: torch_rngx._mode._KIND.get(func, ("missing",))[0] for name, (func, _) in BINDINGS.items()}
+    kinds = {name: torch_rngx._mode.mode._KIND.get(func, ("missing",))[0] for name, (func, _) in BINDINGS.items()}
     assert not {name: kind for name, kind in kinds.items() if kind not in ("route", "through", "random")}
     routed = {name for name, kind in kinds.items() if kind == "route"}
     reported = {name for name, kind in kinds.items() if kind == "random"}
@@ -213,6 +213,6 @@ def test_the_public_lists_name_each_function_by_what_the_mode_does():
     routed, through, uncovered = (set(v) for v in lists.values())
     assert not (routed & through or routed & uncovered or through & uncovered)
     for name, (func, _) in BINDINGS.items():
-        kind, _, table_name, _ = torch_rngx._mode._KIND[func]
+        kind, _, table_name, _ = torch_rngx._mode.mode._KIND[func]
         assert table_name in lists[kind], name
     assert {"torch.rand_like", "torch.nn.init.trunc_normal_"} <= routed and "torch.poisson" in uncovered

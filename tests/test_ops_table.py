@@ -6,7 +6,7 @@ import torch
 from conftest import FLOAT_DTYPES, layouts, make_state, recompute
 from ops_table import ROWS, draws
 
-from torch_rngx._spec import COMPOSITE_WORDS, SPECS
+from torch_rngx._engine.spec import COMPOSITE_WORDS, SPECS
 
 KEY = make_state(0x9E3779B97F4A7C15, 2**64 - 3)  # the offset wraps past 2^64 inside each call
 

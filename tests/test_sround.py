@@ -17,7 +17,7 @@ from reference import stochastic_round_ref
 
 import torch_rngx
 from torch_rngx import functional as F
-from torch_rngx._checks import ROUND_TARGETS
+from torch_rngx._engine.checks import ROUND_TARGETS
 
 ONE_KEY_FOR_ALL = pytest.mark.key_reuse_ok("rounds one input with one key in several ways, to compare them")
 

@@ -1,4 +1,4 @@
-"""torch's private names, all in torch_rngx/_torch.py (docs/deploy.md, "torch's private names"): each one resolves on
+"""torch's private names, all in torch_rngx/_engine/torch_private.py (docs/deploy.md, "torch's private names"): each one resolves on
 this torch and behaves as torch_rngx uses it, and no other module of torch_rngx touches a private torch name."""
 import ast
 import pathlib
@@ -11,7 +11,7 @@ from torch.distributed.tensor import DeviceMesh, Shard, distribute_tensor
 from torch.utils.checkpoint import checkpoint
 
 import torch_rngx
-from torch_rngx import _torch
+from torch_rngx._engine import torch_private as _torch
 
 PACKAGE = pathlib.Path(torch_rngx.__file__).parent
 
@@ -40,7 +40,7 @@ def test_bare_op_is_the_overloads_callable():
 
 
 def test_redispatch_below_autograd_is_an_autograd_kernels_way_on():
-    """rngx::dropout's autograd kernel (_ops.py) takes it when no gradient flows: the op's value, and no node."""
+    """rngx::dropout's autograd kernel (_engine/registrations.py) takes it when no gradient flows: the op's value, and no node."""
     x = torch.ones(4, requires_grad=True)
     with torch.no_grad():
         y = torch.ops.rngx.dropout(x, torch.tensor([1, 0]), 0.0)
@@ -312,18 +312,18 @@ def test_shard_order_names_the_mesh_dims_in_order(one_rank_mesh):
     assert [(e.tensor_dim, tuple(e.mesh_dims)) for e in _torch.shard_order(y)] == [(0, (0, 1))]
 
 
-# ---- no private torch name outside _torch.py ----
+# ---- no private torch name outside _engine/torch_private.py ----
 
 def _private(name):
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def _ours():
-    """Private names torch_rngx itself defines outside _torch.py: functions, classes, methods, names and
+    """Private names torch_rngx itself defines outside _engine/torch_private.py: functions, classes, methods, names and
     attributes it assigns, and the nn.Module hooks it overrides (checked above)."""
     names = set(_torch.MODULE_HOOKS)
-    for path in PACKAGE.glob("*.py"):
-        if path.name == "_torch.py":
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "torch_private.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -391,11 +391,11 @@ def test_graph_helpers_read_what_torch_compile_captured():
     assert _torch.fake_mode_of(([fake], {"k": 1})) is got["fake"] and _torch.fake_mode_of((torch.ones(2),)) is None
     assert isinstance(torch.ops.higher_order.cond, _torch.HigherOrderOperator)
     assert _torch.is_numpy_wrapper(torch._dynamo.utils.numpy_to_tensor_wrapper(np.sin)) and not _torch.is_numpy_wrapper(np.sin)
-    assert torch._dynamo.output_graph.OutputGraph.call_user_compiler._rngx_hook is torch_rngx._mode._check_graph
+    assert torch._dynamo.output_graph.OutputGraph.call_user_compiler._rngx_hook is torch_rngx._mode.mode._check_graph
 
 
 def test_no_other_module_touches_a_private_torch_name():
     ours = _ours()
-    found = [f"{path.name}:{line}: {what}" for path in sorted(PACKAGE.glob("*.py")) if path.name != "_torch.py"
+    found = [f"{path.name}:{line}: {what}" for path in sorted(PACKAGE.rglob("*.py")) if path.name != "torch_private.py"
              for line, what in private_torch_uses(path.read_text(), ours)]
     assert found == []

@@ -16,7 +16,7 @@ from triton_draw import draw
 
 import torch_rngx.functional as F
 import torch_rngx.triton as rt
-from torch_rngx._checks import ROUND_TARGETS
+from torch_rngx._engine.checks import ROUND_TARGETS
 
 
 def same_bits(a, b):

@@ -10,7 +10,7 @@ too: 4 / k is even). The one-call forms (fused ops) advance their state by ceil(
 import pytest
 import torch
 
-from torch_rngx import _spec
+from torch_rngx._engine import spec as _spec
 
 pytestmark = pytest.mark.key_reuse_ok(
     "draws one stream at two offsets on purpose, to see which words each element takes"

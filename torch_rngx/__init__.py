@@ -7,17 +7,19 @@ import os
 import torch
 
 # First the compiled libraries: a build that is missing or does not load raises an ImportError saying what to run.
-from . import _library  # noqa: F401
+from ._engine import library as _library  # noqa: F401
 
 # isort: split
-from . import _deferred, _ops, _stateful, data, debug, functional, nn, optim, testing  # noqa: F401  (_ops: the ops' registrations)
-from ._mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
-from ._replay import checkpoint_context
-from ._spec import ops  # noqa: F401  (torch.ops.rngx)
-from ._stateful import *  # noqa: F403  (the stateful functions, like torch's)
+from . import data, debug, functional, nn, optim, stateful, testing  # noqa: F401
+from ._engine import deferred as _deferred
+from ._engine import registrations as _registrations  # noqa: F401  (the ops' fake, autograd and vmap kernels)
+from ._engine.journal import checkpoint_context
+from ._engine.spec import rngx as ops  # noqa: F401  (torch.ops.rngx)
+from ._mode.mode import UncoveredRandomWarning, mode, routed_names, transparent_names, uncovered_names
 from ._version import __version__ as __version__
 from .functional import blocks_used
 from .generator import Generator
+from .stateful import *  # noqa: F403  (the stateful functions, like torch's)
 
 if torch.distributed.is_available():
     # DTensor's dispatch rules for the rngx ops, registered as soon as DTensor exists (now, or right after anyone
@@ -42,7 +44,7 @@ __all__ = [
     "transparent_names",
     "uncovered_names",
 ]
-__all__ += _stateful.__all__
+__all__ += stateful.__all__
 __all__.sort()  # the API reference lists them in this order
 
 

@@ -26,7 +26,7 @@ import torch_rngx
 import torch_rngx.functional as rf
 
 from . import _C  # type: ignore[attr-defined]  # the compiled library, which mypy cannot read
-from ._torch import TESTED_ON, has_kernel
+from ._engine.torch_private import TESTED_ON, has_kernel
 from ._version import STREAM, __version__
 
 _U64 = 1 << 64

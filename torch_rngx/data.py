@@ -30,11 +30,11 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
 
-from . import _checks, _reuse
-from ._mode import mode
-from ._random_ops import drawing_from_torch
-from ._spec import ops
-from ._torch import batches_yielded, build_dataloader_iterator, function_modes_set_aside
+from ._engine import checks, reuse
+from ._engine.random_ops import drawing_from_torch
+from ._engine.spec import rngx
+from ._engine.torch_private import batches_yielded, build_dataloader_iterator, function_modes_set_aside
+from ._mode.mode import mode
 from .functional import key, randperm
 from .generator import Generator
 
@@ -65,7 +65,7 @@ def _data(values: Union[int, Sequence[int]]) -> Tensor:
 
 def _epoch_child(root: Tensor, epoch: int, child: int) -> Tensor:
     """fold_in(fold_in(root, epoch), child): a child of the epoch's key."""
-    return ops.fold_in(ops.fold_in(root, _data(epoch)), _data(child))
+    return rngx.fold_in(rngx.fold_in(root, _data(epoch)), _data(child))
 
 
 class SampleKeys(NamedTuple):
@@ -93,8 +93,8 @@ class SampleKeys(NamedTuple):
 
 def _sample_keys(samples: Tensor, indices: Sequence[int]) -> list[SampleKeys]:
     """The keys of `indices` below an epoch's samples key: one fold_in and one split for them all."""
-    nodes = ops.fold_in(samples.expand(len(indices), 2).contiguous(), _data(indices))
-    stream, seeds = ops.split(nodes, 2)
+    nodes = rngx.fold_in(samples.expand(len(indices), 2).contiguous(), _data(indices))
+    stream, seeds = rngx.split(nodes, 2)
     return [
         SampleKeys(key, (high % _U64) >> 32, low % _U64, high & _LOW32)
         for key, (low, high) in zip(stream, seeds.tolist())
@@ -122,8 +122,8 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
         ...     crop = torch.randint(0, 8, (2,))   # what sample 17 draws in epoch 2, in any worker
     """
     root = key(seed)
-    _checks.fold_data(epoch, root, "epoch")
-    _checks.fold_data(index, root, "index")
+    checks.fold_data(epoch, root, "epoch")
+    checks.fold_data(index, root, "index")
     found = _sample_keys(_epoch_child(root, epoch, _SAMPLES), [index])[0]
     return SampleKeys(found.key.clone(), *found[1:])  # a key of its own, not a view of the batch's
 
@@ -236,8 +236,8 @@ class _Collate:
 def _stream(state: Tensor) -> Generator:
     """A Generator on `state`, a key of the loader's: the same sample (or epoch) read again draws the same words on
     purpose, so the key-reuse checker starts its stream anew."""
-    if _reuse.active is not None:
-        _reuse.active.forget(state[0])
+    if reuse.active is not None:
+        reuse.active.forget(state[0])
     return Generator.on(state)
 
 

@@ -7,8 +7,8 @@ import contextlib
 import os
 from typing import Iterator
 
-from . import _reuse
-from ._reuse import KeyReuseError, KeyReuseWarning
+from ._engine import reuse
+from ._engine.reuse import KeyReuseError, KeyReuseWarning
 
 __all__ = ["KeyReuseError", "KeyReuseWarning", "key_reuse"]
 
@@ -38,13 +38,13 @@ def key_reuse(action: str = "raise") -> Iterator[None]:
         ...     b = rf.uniform(torch.empty(4), k)
         Traceback (most recent call last):
         ...
-        torch_rngx._reuse.KeyReuseError: ...
+        torch_rngx._engine.reuse.KeyReuseError: ...
     """
-    previous = _reuse.start(action)
+    previous = reuse.start(action)
     try:
         yield
     finally:
-        _reuse.restore(previous)
+        reuse.restore(previous)
 
 
 def _from_environment():
@@ -52,7 +52,7 @@ def _from_environment():
     if action not in ("", "raise", "warn", "off"):
         raise ValueError(f'{ENV} must be "raise", "warn" or "off" (or unset), got {action!r}')
     if action:
-        _reuse.start(action)
+        reuse.start(action)
 
 
 _from_environment()

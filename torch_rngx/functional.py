@@ -34,13 +34,14 @@ Import it as `import torch_rngx.functional as rf` (the docs' alias; `F` reads as
 """
 
 import operator
-from typing import Any, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import torch
 from torch import Tensor
 
-from . import _checks, _reuse, _router, _spec
-from ._spec import SELU_ALPHA, blocks_of, ops, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
+from ._engine import checks, composite, reuse, router
+from ._engine import spec as _spec
+from ._engine.spec import SELU_ALPHA, blocks_of, rngx, words_per_element  # noqa: F401  (SELU_ALPHA: torch's alpha)
 
 __all__ = [
     "alpha_dropout",
@@ -119,13 +120,14 @@ def blocks_used(numel: int, dtype: torch.dtype, op: Optional[str] = None, *, ran
 
 
 def _check_range(op, dtype, range):
-    if op != "randint":
+    spec = _spec.SPECS.get(op)
+    if spec is None or spec.range_at is None:  # only an op whose row reads a range (randint's) takes one
         if range is not None:
             raise ValueError(f"range is randint's high - low; op {op!r} takes none, got range={range}")
         return
     if isinstance(range, bool) or not isinstance(range, (int, torch.SymInt)):
         raise TypeError(f"range (randint's high - low) must be an int, got {type(range).__name__}")
-    top = _U64 - 1 if dtype == torch.int64 else _spec.RANDINT_NARROW
+    top = _U64 - 1 if dtype in spec.wide else spec.narrow
     if isinstance(range, int) and not 1 <= range <= top:
         raise ValueError(f"range (randint's high - low) must be in [1, {top}] for {dtype}, got {range}")
 
@@ -152,7 +154,7 @@ def key(seed: int, device: Union[torch.device, str, None] = None, dtype: torch.d
         raise TypeError(f"seed must be an int, got {type(seed).__name__}") from None
     if not 0 <= seed < _U64:
         raise ValueError(f"seed must be in [0, 2^64), got {seed}")
-    if dtype not in _checks.STATE_DTYPES:
+    if dtype not in checks.STATE_DTYPES:
         raise TypeError(f"dtype must be torch.int64 or torch.uint64, got {dtype}")
     bits = seed - _U64 if seed >= 1 << 63 else seed
     return torch.tensor([bits, 0], dtype=torch.int64, device=device).view(dtype)
@@ -173,13 +175,13 @@ def split(state: Tensor, num: int = 2) -> Tensor:
         >>> k_noise.shape
         torch.Size([2])
     """
-    _checks.state(state)
-    num = _checks.num(num)
+    checks.state(state)
+    num = checks.num(num)
     if torch.compiler.is_compiling():
-        _reuse.traced(state, "split")
-    elif _reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
-        _reuse.active.blocks("split", state, [(0, num)])
-    return ops.split(state.contiguous(), num)
+        reuse.traced(state, "split")
+    elif reuse.active is not None:  # the children are blocks offset .. offset + num - 1 of each key
+        reuse.active.blocks("split", state, [(0, num)])
+    return rngx.split(state.contiguous(), num)
 
 
 def fold_in(state: Tensor, data: Union[int, Tensor]) -> Tensor:
@@ -197,13 +199,13 @@ def fold_in(state: Tensor, data: Union[int, Tensor]) -> Tensor:
         >>> torch.equal(step_key, rf.split(rf.key(1234), 101)[100])
         True
     """
-    _checks.state(state)
-    data = _checks.fold_data(data, state)
-    if _reuse.active is not None and not torch.compiler.is_compiling() and _router.plain_tensors():
+    checks.state(state)
+    data = checks.fold_data(data, state)
+    if reuse.active is not None and not torch.compiler.is_compiling() and router.plain_tensors():
         # the result is block offset + data of each key
         blocks = data.view(torch.int64).expand(state.shape[:-1]).reshape(-1).tolist()
-        _reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
-    return ops.fold_in(state.contiguous(), data)
+        reuse.active.blocks("fold_in", state, [(d % (1 << 64), d % (1 << 64) + 1) for d in blocks])
+    return rngx.fold_in(state.contiguous(), data)
 
 
 def bits(
@@ -231,12 +233,12 @@ def bits(
         >>> rf.bits((4,), rf.key(0), dtype=torch.uint8).shape
         torch.Size([4])
     """
-    size, *view = _checks.size_dtype(size, state, dtype, global_shape, global_start)
+    size, *view = checks.size_dtype(size, state, dtype, global_shape, global_start)
     if torch.compiler.is_compiling():
-        _reuse.traced(state, "bits")
-    elif _reuse.active is not None:
-        _reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
-    return ops.bits(size, state.contiguous(), dtype, *view)
+        reuse.traced(state, "bits")
+    elif reuse.active is not None:
+        reuse.active.draw("bits", state, size, words_per_element(dtype), *view)
+    return rngx.bits(size, state.contiguous(), dtype, *view)
 
 
 def uniform(
@@ -267,8 +269,8 @@ def uniform(
         >>> bool(((u >= -1) & (u < 1)).all())
         True
     """
-    return _router.sample(
-        "uniform", like, state, *_checks.like_interval(like, state, low, high, dtype, global_shape, global_start)
+    return router.sample(
+        "uniform", like, state, *checks.like_interval(like, state, low, high, dtype, global_shape, global_start)
     )
 
 
@@ -297,7 +299,7 @@ def quantize_noise(
         >>> bool((rf.quantize_noise(x, rf.key(0)).abs() <= 0.5).all())
         True
     """
-    return _router.sample("quantize_noise", x, state, *_checks.x_half(x, state, half, global_shape, global_start))
+    return router.sample("quantize_noise", x, state, *checks.x_half(x, state, half, global_shape, global_start))
 
 
 def dropout(
@@ -324,7 +326,7 @@ def dropout(
         >>> rf.dropout(torch.ones(4), rf.key(0), 0.0)
         tensor([1., 1., 1., 1.])
     """
-    return _router.sample("dropout", x, state, *_checks.x_p(x, state, p, global_shape, global_start))
+    return router.sample("dropout", x, state, *checks.x_p(x, state, p, global_shape, global_start))
 
 
 def normal(
@@ -358,8 +360,8 @@ def normal(
         >>> rf.normal(torch.empty(2, 3), rf.key(0)).shape
         torch.Size([2, 3])
     """
-    kind, params = _checks.normal_args(like, state, mean, std, dtype, global_shape, global_start)
-    return _router.sample(kind, like, state, *params)
+    kind, params = checks.normal_args(like, state, mean, std, dtype, global_shape, global_start)
+    return router.sample(kind, like, state, *params)
 
 
 def truncated_normal(
@@ -393,7 +395,7 @@ def truncated_normal(
         True
     """
     spec = _spec.SPECS["truncated_normal"]
-    return _router.sample(
+    return router.sample(
         spec.name, like, state, *spec.check(like, state, mean, std, a, b, dtype, global_shape, global_start)
     )
 
@@ -422,9 +424,9 @@ def bernoulli(
         >>> rf.bernoulli(torch.empty(3), rf.key(0), 1.0)
         tensor([1., 1., 1.])
     """
-    p, *view = _checks.like_p(like, state, p, global_shape, global_start)
+    p, *view = checks.like_p(like, state, p, global_shape, global_start)
     kind = "bernoulli_tensor" if isinstance(p, torch.Tensor) else "bernoulli"
-    return _router.sample(kind, like, state, _checks.probabilities(p), *view)
+    return router.sample(kind, like, state, checks.probabilities(p), *view)
 
 
 def randint(
@@ -456,8 +458,8 @@ def randint(
         >>> int(i.min()) >= 1 and int(i.max()) <= 6
         True
     """
-    return _router.sample(
-        "randint", like, state, *_checks.like_int_range(like, state, low, high, dtype, global_shape, global_start)
+    return router.sample(
+        "randint", like, state, *checks.like_int_range(like, state, low, high, dtype, global_shape, global_start)
     )
 
 
@@ -489,8 +491,8 @@ def exponential(
         >>> bool((rf.exponential(torch.empty(100), rf.key(0)) > 0).all())
         True
     """
-    return _router.sample(
-        "exponential", like, state, *_checks.like_rate(like, state, rate, dtype, global_shape, global_start)
+    return router.sample(
+        "exponential", like, state, *checks.like_rate(like, state, rate, dtype, global_shape, global_start)
     )
 
 
@@ -522,8 +524,8 @@ def cauchy(
         >>> bool(rf.cauchy(torch.empty(1000), rf.key(0)).isfinite().all())
         True
     """
-    return _router.sample(
-        "cauchy", like, state, *_checks.like_median_sigma(like, state, median, sigma, dtype, global_shape, global_start)
+    return router.sample(
+        "cauchy", like, state, *checks.like_median_sigma(like, state, median, sigma, dtype, global_shape, global_start)
     )
 
 
@@ -555,8 +557,8 @@ def log_normal(
         >>> bool((rf.log_normal(torch.empty(1000), rf.key(0), 0.0, 0.5) > 0).all())
         True
     """
-    return _router.sample(
-        "log_normal", like, state, *_checks.like_log_normal(like, state, mean, std, dtype, global_shape, global_start)
+    return router.sample(
+        "log_normal", like, state, *checks.like_log_normal(like, state, mean, std, dtype, global_shape, global_start)
     )
 
 
@@ -587,8 +589,8 @@ def geometric(
         >>> bool((rf.geometric(torch.empty(1000), rf.key(0), 0.5) >= 1).all())
         True
     """
-    return _router.sample(
-        "geometric", like, state, *_checks.like_open_p(like, state, p, dtype, global_shape, global_start)
+    return router.sample(
+        "geometric", like, state, *checks.like_open_p(like, state, p, dtype, global_shape, global_start)
     )
 
 
@@ -617,7 +619,7 @@ def rrelu(
         >>> rf.rrelu(torch.tensor([2.0, 0.0]), rf.key(0))
         tensor([2., 0.])
     """
-    return _router.sample("rrelu", x, state, *_checks.x_lower_upper(x, state, lower, upper, global_shape, global_start))
+    return router.sample("rrelu", x, state, *checks.x_lower_upper(x, state, lower, upper, global_shape, global_start))
 
 
 def stochastic_round(
@@ -653,8 +655,8 @@ def stochastic_round(
         >>> sorted(set(y.float().tolist()))
         [1.0, 1.0078125]
     """
-    return _router.sample(
-        "stochastic_round", x, state, *_checks.x_round(x, state, saturate, dtype, global_shape, global_start)
+    return router.sample(
+        "stochastic_round", x, state, *checks.x_round(x, state, saturate, dtype, global_shape, global_start)
     )
 
 
@@ -679,10 +681,8 @@ def randperm(
         >>> sorted(rf.randperm(4, rf.key(0)).tolist())
         [0, 1, 2, 3]
     """
-    n = _checks.permutation(n, state, dtype, device)
-    keys = state.contiguous() if state.dim() == 1 else state.reshape(*state.shape[:-1], 1, 2).contiguous()
-    words = ops.bits([*state.shape[:-1], n], keys, torch.int64)
-    return torch.argsort(words, dim=-1, stable=True).to(dtype)
+    n = checks.permutation(n, state, dtype, device)
+    return composite.permutation(n, state, dtype)
 
 
 def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
@@ -704,17 +704,9 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
         >>> rf.multinomial(torch.tensor([0.0, 0.0, 1.0]), rf.key(0), 1).tolist()
         [2]
     """
-    key, draws, need = _checks.categories(probs, state, num_samples, replacement)
-    _checks.weights(probs, need)
-    return _race_samples(probs, key, num_samples, replacement, draws, need)
-
-
-def _race_samples(probs, key, num_samples, replacement, draws, need):
-    """multinomial's samples from checked arguments (_checks.categories, weights)."""
-    scores = ops.race(probs.detach().to(torch.float64).contiguous(), key.contiguous(), draws, need)
-    if replacement:
-        return scores.argmin(dim=-1)
-    return torch.argsort(scores.squeeze(-2), dim=-1, stable=True)[..., :num_samples]
+    key, draws, need = checks.categories(probs, state, num_samples, replacement)
+    checks.weights(probs, need)
+    return composite.race_samples(probs, key, num_samples, replacement, draws, need)
 
 
 # ---- channel and alpha dropout (docs: stream/, "Channel and alpha dropout", "alpha_dropout") ----
@@ -746,8 +738,8 @@ def feature_dropout(
         >>> rf.feature_dropout(torch.ones(2, 3, 4), rf.key(0), 0.5).shape
         torch.Size([2, 3, 4])
     """
-    p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
-    return _feature_dropout(x, state, p, view)
+    p, *view = checks.x_channel_p(x, state, p, global_shape, global_start)
+    return composite.feature_dropout(x, state, p, view)
 
 
 def alpha_dropout(
@@ -775,8 +767,8 @@ def alpha_dropout(
         >>> rf.alpha_dropout(torch.ones(3), rf.key(0), 0.0)
         tensor([1., 1., 1.])
     """
-    p, *view = _checks.x_p(x, state, p, global_shape, global_start)
-    return _router.sample("alpha_dropout", x, state, p, *view)
+    p, *view = checks.x_p(x, state, p, global_shape, global_start)
+    return router.sample("alpha_dropout", x, state, p, *view)
 
 
 def feature_alpha_dropout(
@@ -804,65 +796,5 @@ def feature_alpha_dropout(
         tensor([[1., 1., 1.],
                 [1., 1., 1.]])
     """
-    p, *view = _checks.x_channel_p(x, state, p, global_shape, global_start)
-    return _feature_alpha_dropout(x, state, p, view)
-
-
-def _feature_alpha_dropout(x, key, p, view):
-    """The alpha_dropout op with one decision per (n, c): run on x with its channel dims last, (*S, N, C), where each
-    spatial position's run is the (N, C) tensor whose dropout mask it takes, so that (n, c) reads word n*C + c (the
-    mask's) at every position. One key is repeated per position (the key-reuse checker is told of one (N, C) draw);
-    a batched key (B0, B1, 1, ...) moves with x's dims, its ones broadcasting over the positions."""
-    if x.dim() < 2:  # torch's message, as x_channel_p's callers give it
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    spatial = x.dim() - 2
-    order = (*range(2, x.dim()), 0, 1)
-    xp = x.permute(order)
-    if key.dim() == 1 or all(b == 1 for b in key.shape[:-1]):
-        keys = key.reshape(2).expand(*xp.shape[:spatial], 1, 1, 2).contiguous()
-    else:
-        keys = key.reshape(key.shape[0], key.shape[1], *([1] * spatial), 2).permute(*order, x.dim())
-    if view[0] is not None:
-        view = [[*xp.shape[:spatial], *view[0][:2]], [0] * spatial + list(view[1][:2])]
-    n, c = x.shape[:2]
-    mask = x.new_empty(()).expand(n, c)  # what the draw reads: the (N, C) mask's words
-    channel_view = view if view[0] is None else [view[0][spatial:], view[1][spatial:]]
-    reads = (mask, key.reshape(*key.shape[:2], 2) if key.dim() > 1 else key, (p, *channel_view))
-    out = _router.sample("alpha_dropout", xp, keys, p, *view, reads=reads)
-    return out.permute(*(d + spatial if d < 2 else d - 2 for d in range(x.dim())))
-
-
-def _channel_mask(x, key, p, view):
-    """m[n, c] = dropout of ones (x's dtype) with the key, shaped (N, C, 1, ...) to broadcast over x[n, c]."""
-    n, c = x.shape[0], x.shape[1]
-    if key.dim() > 1:  # (B0, B1, 1, ..., 2): the key of each (n, c) segment of the (N, C) mask
-        key = key.reshape(key.shape[0], key.shape[1], 2)
-    view = [None, None] if view[0] is None else [view[0][:2], view[1][:2]]
-    m = _router.sample("dropout", x.new_ones((n, c)), key, p, *view)
-    return m.view(n, c, *([1] * (x.dim() - 2)))
-
-
-def _feature_dropout(x, key, p, view):
-    if p == 1:  # as torch: x * 0 (NaN stays NaN)
-        return x * 0
-    if _router.eager_grad(x):  # backward recomputes the (N, C) scale from the key
-        return _ChannelDropout.apply(x, key, p, view)
-    return x * _channel_mask(x, key, p, view)
-
-
-class _ChannelDropout(torch.autograd.Function):
-    """x * m[n, c] (feature_dropout) keeping only the key for backward, which makes m again: N * C words, against
-    the N * C values autograd would otherwise keep."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, key: Tensor, p: float, view: list) -> Tensor:
-        ctx.save_for_backward(key)
-        ctx.p, ctx.view, ctx.like = p, view, x.new_empty(()).expand(x.shape)  # x's shape and dtype, 1 element
-        return x * _channel_mask(x, key, p, view)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple:
-        (key,) = ctx.saved_tensors
-        if torch.is_grad_enabled():  # a double backward differentiates this too
-            return _ChannelDropout.apply(grad, key, ctx.p, ctx.view), None, None, None
-        return grad * _channel_mask(ctx.like, key, ctx.p, ctx.view), None, None, None
+    p, *view = checks.x_channel_p(x, state, p, global_shape, global_start)
+    return composite.feature_alpha_dropout(x, state, p, view)

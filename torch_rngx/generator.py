@@ -10,9 +10,9 @@ import os
 import torch
 from torch import Tensor
 
-from . import _checks, _reuse, _router
-from ._random_ops import drawing_from_torch
-from ._torch import mark_static_address, own_buffer
+from ._engine import checks, reuse
+from ._engine.random_ops import drawing_from_torch
+from ._engine.torch_private import mark_static_address, own_buffer
 from .functional import fold_in, key, split
 
 __all__ = ["Generator", "RNG"]
@@ -74,8 +74,8 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         """Restarts the stream of `seed` (an int in [0, 2^64)) at offset 0; returns this Generator, as torch's."""
         self.state.copy_(key(seed))  # key checks the seed
-        if _reuse.active is not None:  # the stream restarts on purpose
-            _reuse.active.forget(seed)
+        if reuse.active is not None:  # the stream restarts on purpose
+            reuse.active.forget(seed)
         return self
 
     def seed(self) -> int:
@@ -112,12 +112,12 @@ class Generator:
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Continues from a key [seed, offset]: int64 or uint64 (a torch.func._random key), shape (2,)."""
-        _checks.state(new_state, "new_state")
+        checks.state(new_state, "new_state")
         if new_state.shape != (2,):
             raise ValueError(f"new_state must have shape (2,) = [seed, offset], got {tuple(new_state.shape)}")
         self.state.copy_(new_state.view(torch.int64))
-        if _reuse.active is not None:  # a saved position, restored on purpose
-            _reuse.active.forget(self.state[0])
+        if reuse.active is not None:  # a saved position, restored on purpose
+            reuse.active.forget(self.state[0])
         return self
 
     def clone(self) -> Generator:
@@ -127,7 +127,7 @@ class Generator:
     def split(self, n: int) -> list[Generator]:
         """n new Generators from the current state (functional.split); this one does not advance. As in JAX,
         don't draw from this Generator's current state after deriving from it: call manual_seed or draw first."""
-        return [Generator._at(child) for child in split(self.state, _checks.num(n, "n")).unbind(0)]
+        return [Generator._at(child) for child in split(self.state, checks.num(n, "n")).unbind(0)]
 
     def fold_in(self, data: int | Tensor) -> Generator:
         """A new Generator whose state is functional.fold_in(state, data); this one does not advance."""
@@ -149,7 +149,7 @@ class Generator:
             [7, 2]
         """
         g = Generator.__new__(Generator)
-        g.state = _checks.generator_state(state)
+        g.state = checks.generator_state(state)
         return g
 
     @staticmethod
@@ -249,13 +249,11 @@ def check_state_buffer(state_dict, key):
         raise ValueError(f"{key} must be a dense (strided) tensor, got layout {value.layout}")
     if not value.is_contiguous():
         state_dict[key] = value.contiguous()
-    if _reuse.active is not None:
-        _reuse.active.forget(value[0])
+    if reuse.active is not None:
+        reuse.active.forget(value[0])
 
 
-_router.STREAMS.update((Generator, RNG))  # a call's generator: its `.state` advances
 # The names torch's argument parser prints for a type it refuses ("must be torch.Generator, not Generator" would name
 # two classes alike): given to torch, ours are named in full. __qualname__ and __module__ stay, for pickle and repr.
 Generator.__name__ = "torch_rngx.Generator"
 RNG.__name__ = "torch_rngx.nn.RNG"
-owner_of = _router.owner_of

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from . import _checks
+from ._engine import checks
 
 
 def _params(values, device):
@@ -17,37 +17,37 @@ def _params(values, device):
 def uniform_params(dtype, low=0.0, high=1.0, device="cpu"):
     """[lo, width] for `uniform`: the bounds rounded to dtype and their float32 difference rounded again
     (docs: stream/, "uniform"); float64 takes [low, high - low]."""
-    _checks.float_dtype(dtype, "dtype")
-    low, high = _checks.interval(low, high, dtype)
+    checks.float_dtype(dtype, "dtype")
+    low, high = checks.interval(low, high, dtype)
     if dtype == torch.float64:
         return _params([low, high - low], device)
-    lo, hi = _checks.round_to(low, dtype), _checks.round_to(high, dtype)
-    return _params([lo, _checks.round_to(_checks.round_to(hi - lo, torch.float32), dtype)], device)
+    lo, hi = checks.round_to(low, dtype), checks.round_to(high, dtype)
+    return _params([lo, checks.round_to(checks.round_to(hi - lo, torch.float32), dtype)], device)
 
 
 def noise_params(dtype, half=0.5, device="cpu"):
     """[-half, 2 * half] for `quantize_noise`, in float32 for the <= 32-bit types."""
-    _checks.float_dtype(dtype, "dtype")
-    half = _checks.half_width(half, dtype=dtype)
-    fl = (lambda v: v) if dtype == torch.float64 else (lambda v: _checks.round_to(v, torch.float32))
+    checks.float_dtype(dtype, "dtype")
+    half = checks.half_width(half, dtype=dtype)
+    fl = (lambda v: v) if dtype == torch.float64 else (lambda v: checks.round_to(v, torch.float32))
     return _params([fl(-half), fl(2 * half)], device)
 
 
 def dropout_params(dtype, p, device="cpu"):
     """[keep, scale] for `dropout_kept`, `dropout` and `bernoulli`: kept iff the integer behind u is >= keep =
     ceil(p * 2^24) (2^53 for float64), scale = 1 / (1 - p) (rounded to float32 for the <= 32-bit types)."""
-    _checks.float_dtype(dtype, "dtype")
-    p = _checks.probability(p)
+    checks.float_dtype(dtype, "dtype")
+    p = checks.probability(p)
     bits = 53 if dtype == torch.float64 else 24
     scale = math.inf if p == 1.0 else 1.0 / (1.0 - p)
-    return _params([math.ceil(p * 2.0**bits), scale if bits == 53 else _checks.round_to(scale, torch.float32)], device)
+    return _params([math.ceil(p * 2.0**bits), scale if bits == 53 else checks.round_to(scale, torch.float32)], device)
 
 
 def normal_params(dtype, mean=0.0, std=1.0, device="cpu"):
     """[mean, std] for `normal`, rounded to float32 for the <= 32-bit types."""
-    _checks.float_dtype(dtype, "dtype")
-    mean, std = _checks.mean_std(mean, std, dtype)
-    fl = (lambda v: v) if dtype == torch.float64 else (lambda v: _checks.round_to(v, torch.float32))
+    checks.float_dtype(dtype, "dtype")
+    mean, std = checks.mean_std(mean, std, dtype)
+    fl = (lambda v: v) if dtype == torch.float64 else (lambda v: checks.round_to(v, torch.float32))
     return _params([fl(mean), fl(std)], device)
 
 
@@ -55,10 +55,10 @@ def view(shape, state, global_shape=None, global_start=None):
     """Where each element of an output of `shape` draws (docs: stream/, "Batched states" and "Global view"), as
     an int64 tensor (ndim, 4) on state's device for `locate`: per dim its size, its start in the global tensor,
     the stream positions between neighbours and the int64 elements between keys in `state`."""
-    shape = _checks.size(shape, "shape")
-    gshape, gstart = _checks.global_view(shape, global_shape, global_start)
+    shape = checks.size(shape, "shape")
+    gshape, gstart = checks.global_view(shape, global_shape, global_start)
     gshape, gstart = (shape, [0] * len(shape)) if gshape is None else (gshape, gstart)
-    _checks.state(state, shape=gshape)
+    checks.state(state, shape=gshape)
     if state.stride(-1) != 1:  # any other strides are the key strides below
         raise ValueError(
             f"state's [seed, offset] pairs must be adjacent (stride 1 in the last dim), got strides "

@@ -7,9 +7,9 @@ from typing import Any, Iterator
 
 import torch
 
-from ._checks import FLOAT_DTYPES
-from ._spec import SPECS, ops
-from ._torch import argument_names
+from ._engine.checks import FLOAT_DTYPES
+from ._engine.spec import SPECS, rngx
+from ._engine.torch_private import argument_names
 
 __all__ = ["OpcheckCase", "layouts", "opcheck_all", "opcheck_cases", "samples"]
 
@@ -134,9 +134,9 @@ def _labeled(device):
     cpu = torch.device(device).type == "cpu"
     state = torch.tensor([0x1234_5678_9ABC_DEF0, 13], dtype=torch.int64, device=device)
     batched = torch.stack([state, state + 1, state + 2]).view(3, 1, 1, 2)  # a key per slice of dim 0
-    yield ["seed_state"], True, ops.seed_state.default, ()
-    yield ["take_", "8_blocks"], True, ops.take_.default, (state.clone(), 8)
-    yield ["step_", "8_blocks"], True, ops.step_.default, (state.clone(), 8)
+    yield ["seed_state"], True, rngx.seed_state.default, ()
+    yield ["take_", "8_blocks"], True, rngx.take_.default, (state.clone(), 8)
+    yield ["step_", "8_blocks"], True, rngx.step_.default, (state.clone(), 8)
     fused = [spec for spec in SPECS.values() if spec.fused is not None]
     for dtype in FLOAT_DTYPES if cpu else ():  # the CPU eager fast path's ops
         x = torch.randn(3, 5, device=device).to(dtype)
@@ -158,27 +158,27 @@ def _labeled(device):
     for size in ([], [0], [7], [3, 5], [2, 0, 3]):
         for dtype in (torch.int32, torch.int64, torch.uint8):
             shape = "x".join(map(str, size)) or "scalar"
-            yield ["bits", _short(dtype), shape], size == [3, 5], ops.bits.default, (size, state, dtype)
-    yield ["bits", "int32", "batched_keys"], True, ops.bits.default, ([3, 4, 5], batched, torch.int32)
+            yield ["bits", _short(dtype), shape], size == [3, 5], rngx.bits.default, (size, state, dtype)
+    yield ["bits", "int32", "batched_keys"], True, rngx.bits.default, ([3, 4, 5], batched, torch.int32)
     for name, keys in (("key", state), ("batched_keys", batched), ("uint64_key", state.view(torch.uint64))):
-        yield ["split", name], name != "uint64_key", ops.split.default, (keys, 3)
-        yield ["fold_in", name], name != "uint64_key", ops.fold_in.default, (keys, torch.tensor(5, device=device))
+        yield ["split", name], name != "uint64_key", rngx.split.default, (keys, 3)
+        yield ["fold_in", name], name != "uint64_key", rngx.fold_in.default, (keys, torch.tensor(5, device=device))
     data = torch.arange(3, device=device).view(3, 1, 1)
-    yield ["fold_in", "batched_keys", "batched_data"], False, ops.fold_in.default, (batched, data)
+    yield ["fold_in", "batched_keys", "batched_data"], False, rngx.fold_in.default, (batched, data)
     for spec in SPECS.values():
         yield from _spec_samples(spec, state, batched, device)
     yield (
         ["bits", "int64", "global_view"],
         True,
-        ops.bits.default,
+        rngx.bits.default,
         ([3, 2, 5], state, torch.int64, [6, 4, 5], [1, 2, 0]),
     )
     # multinomial's race: one key, a key per row, with (draws > 1) and without replacement (need > 1)
     weights = torch.rand(3, 5, dtype=torch.float64, device=device) + 0.1
     for name, keys in (("key", state), ("batched_keys", batched.view(3, 1, 1, 2))):
-        yield ["race", "float64", name, "4_draws"], name == "key", ops.race.default, (weights, keys, 1, 2)
-        yield ["race", "float64", name, "4_needed"], False, ops.race.default, (weights, keys, 4, 1)
-    yield ["race", "float64", "one_row"], False, ops.race.default, (weights[0], state, 2, 1)
+        yield ["race", "float64", name, "4_draws"], name == "key", rngx.race.default, (weights, keys, 1, 2)
+        yield ["race", "float64", name, "4_needed"], False, rngx.race.default, (weights, keys, 4, 1)
+    yield ["race", "float64", "one_row"], False, rngx.race.default, (weights[0], state, 2, 1)
 
 
 def _varying(spec, x):

@@ -3,7 +3,7 @@ torch_rngx and the NumPy reference (tests/reference.py) compute them. `python te
 stream-1.0.json (the answers, from torch_rngx, each checked against the reference first) and stream-1.0.h (the
 same for the CUDA kernels' emulator test, tests/cuda_emu). An op added later is one line in OPS (and one branch
 in tests/cuda_emu/test_cuda_emu.cpp's check_kat, which calls the CUDA kernel); tests/test_kat.py fails while an op
-of the registry (torch_rngx._spec and the rngx ops) has no case. Cases are only ever added: stream 1.0's answers
+of the registry (torch_rngx._engine.spec and the rngx ops) has no case. Cases are only ever added: stream 1.0's answers
 never change.
 
 Every value is stored as its bit pattern (hex, the dtype's width), so NaN, -0 and every float are exact."""

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ._torch import checkpoint_frame, current_graph_task_id, saved_tensors_hooks_active
+from .torch_private import checkpoint_frame, current_graph_task_id, saved_tensors_hooks_active
 
 # frame -> [(owner, key)]: owner is the address of the Generator's state (what the C++ step knows it by), None for
 # torch's generator

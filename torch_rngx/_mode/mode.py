@@ -4,19 +4,19 @@ stream (docs: guide/, "Any model, unchanged"; the coverage table in docs: guaran
 A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
 in one table built from torch itself on first use (_prepare):
 - routed (_mode_routes.ROUTES): the matching torch_rngx call with generator= the mode's;
-- a torch function written in Python that may draw (_random_ops.may_draw: nn.MultiheadAttention's
+- a torch function written in Python that may draw (random_ops.may_draw: nn.MultiheadAttention's
   multi_head_attention_forward, fractional max pooling, nn.init's): run with its torch-function check compiled out
   and the mode pushed back, so the calls it makes are seen and routed, as torch wrote them;
-- any other call torch tags random (_random_ops.random_op_of): reported when its arguments draw, by `uncovered`;
+- any other call torch tags random (random_ops.random_op_of): reported when its arguments draw, by `uncovered`;
 - anything else: called as it is, one dict lookup.
 Two nets catch what the table cannot see. In eager, a TorchDispatchMode pushed with the mode reports every aten op
 torch tags random that reaches the dispatcher from anywhere else (inside a Python function that cannot be run
 transparently, a C++ extension), naming the torch call that made it. Under torch.compile, every builtin torch tags
-random is shown to the mode (_torch.show_to_function_modes: references bound before the mode, private samplers),
+random is shown to the mode (torch_private.show_to_function_modes: references bound before the mode, private samplers),
 and a call of a Python torch function is checked at trace time for the random ops it put in the graph. Reports
 compile: under torch.compile they are made at trace time (comptime), warn or raise, with fullgraph=True.
 nn.init.trunc_normal_ never reaches a mode (no torch-function check), so while a mode is active it is bound to a
-wrapper that routes it; and DataLoader workers start under a mode of their own (_mode_workers).
+wrapper that routes it; and DataLoader workers start under a mode of their own (workers).
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from types import FunctionType  # __torch_function__'s argument `types` hides th
 import torch
 import torch.nn.functional as TF
 
-from . import _mode_rnn, _mode_workers, _random_ops, _torch
-from ._mode_routes import ROUTES, trunc_normal
-from ._random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
-from ._router import atomic
-from ._torch import (
+from .._engine import random_ops, torch_private
+from .._engine.random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
+from .._engine.router import atomic, owner_of
+from .._engine.torch_private import (
     HigherOrderOperator,
     TorchDispatchMode,
     before_backends,
@@ -60,7 +59,9 @@ from ._torch import (
     traced_graph,
     traced_output,
 )
-from .generator import RNG, Generator, owner_of
+from ..generator import RNG, Generator
+from . import rnn, workers
+from .routes import ROUTES, trunc_normal
 
 __all__ = ["mode", "UncoveredRandomWarning", "routed_names", "transparent_names", "uncovered_names"]
 
@@ -127,7 +128,7 @@ def _name(func, names):
     found = names.get(func)
     if found is not None:
         return found
-    if _random_ops.namespace_of(func) is not None:
+    if random_ops.namespace_of(func) is not None:
         return str(func)  # aten.cauchy.default
     return f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__qualname__', func)}"
 
@@ -138,9 +139,9 @@ def _prepare():
     with _prepared:
         if _KIND:
             return
-        # What needs torch._dynamo, done here rather than at import (_torch.py, "torch.compile").
+        # What needs torch._dynamo, done here rather than at import (torch_private.py, "torch.compile").
         never_a_compiled_frame(mode.__torch_function__.__code__)
-        _mode_rnn.prepare()
+        rnn.prepare()
         names = _public_names()
         table: dict = {}
         functions = {f for fs in torch.overrides.get_overridable_functions().values() for f in fs}
@@ -184,7 +185,7 @@ def _classify(func, names):
     op = random_op_of(func)
     if op is not None:
         return (_RANDOM, op, _name(func, names), op)
-    if _random_ops.namespace_of(func) not in (None, "aten", "prims") + _random_ops.OURS:
+    if random_ops.namespace_of(func) not in (None, "aten", "prims") + random_ops.OURS:
         return (_PYTHON, None, str(func), None)  # another library's op: the eager net names it if it draws inside
     return _PLAIN
 
@@ -232,7 +233,9 @@ def uncovered_names() -> tuple[str, ...]:
 
 
 # ---- reports ----
-_SKIP = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (sys.modules[__package__], torch, contextlib))
+_SKIP = tuple(
+    os.path.dirname(str(m.__file__)) + os.sep for m in (sys.modules[__name__.partition(".")[0]], torch, contextlib)
+)
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -289,11 +292,11 @@ def _scan_traced(ctx):
     uncovered = traced_constant(ctx, "uncovered")
     for node in nodes:
         target = node.target
-        op = _random_ops.aten_random_op(target) if node.op == "call_method" else None
+        op = random_ops.aten_random_op(target) if node.op == "call_method" else None
         if node.op == "call_function":
             op = random_op_of(target)
             if op is None and type(target) is types.FunctionType and may_draw(target):
-                op = _random_ops.RandomOp(_name(target, {}), None, None)
+                op = random_ops.RandomOp(_name(target, {}), None, None)
         if op is not None and op.draws(tuple(node.args), dict(node.kwargs)):
             site = next(((f, line) for f, line in traced_frames(ctx) if not f.startswith(_SKIP)), ("<unknown>", 0))
             _report_now(traced_constant(ctx, "name"), f" (it calls {op.name})", uncovered, site)
@@ -350,14 +353,14 @@ def _node_draws(module, node, fake):
     that a call the mode reported while tracing is not reported twice."""
     target, args, kwargs = node.target, tuple(node.args), dict(node.kwargs)
     if node.op == "call_method":
-        op = _random_ops.aten_random_op(target)
+        op = random_ops.aten_random_op(target)
         return [(f"torch.Tensor.{target}", "")] if op is not None and op.draws(args, kwargs) else []
     if node.op == "call_module":
         sub = module.get_submodule(target)
         return [] if isinstance(sub, torch.fx.GraphModule) else _run_on_fakes(sub, node, fake)
     if node.op != "call_function" or isinstance(target, HigherOrderOperator):  # its subgraphs are graphs of gm
         return []
-    if _random_ops.namespace_of(target) is not None or isinstance(target, _BUILTIN_TYPES):
+    if random_ops.namespace_of(target) is not None or isinstance(target, _BUILTIN_TYPES):
         op = random_op_of(target)
         if op is None or not op.draws(args, kwargs):
             return []
@@ -384,7 +387,7 @@ class _Spy(TorchDispatchMode):
 def _run_on_fakes(target, node, fake):
     """Runs a callable the graph holds (another library's function, Dynamo's NumPy wrapper, a module) on the fake
     values its node's arguments had while tracing, and names the random aten ops it reaches. Where it cannot run
-    there, its code is read instead (_random_ops.may_draw)."""
+    there, its code is read instead (random_ops.may_draw)."""
     name = _callable_name(target)
     try:
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["example_value"])
@@ -516,7 +519,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             if torch.compiler.is_compiling():
                 uncovered = self.uncovered
                 if uncovered != "ignore":
-                    _torch.comptime(_unseen_traced)  # reads func and uncovered
+                    torch_private.comptime(_unseen_traced)  # reads func and uncovered
                 return func(*args, **kwargs)
             kind = _LATER.get(func)
             if kind is None:
@@ -560,13 +563,13 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             return self._watched(func, name, False, args, kwargs)
         uncovered = self.uncovered
         if uncovered != "ignore":
-            _torch.comptime(_mark_traced)
+            torch_private.comptime(_mark_traced)
         if method is not None:
             out = method(*args, **kwargs)
         else:
             out = func(*args, **kwargs)
         if uncovered != "ignore":
-            _torch.comptime(_scan_traced)
+            torch_private.comptime(_scan_traced)
         return out
 
     def _watched(self, func, name, quiet, args, kwargs):
@@ -584,7 +587,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if uncovered == "ignore":
             return
         if torch.compiler.is_compiling():
-            _torch.comptime(_report_traced)  # reads name, reason and uncovered
+            torch_private.comptime(_report_traced)  # reads name, reason and uncovered
             return
         if not _compiled_code_running():  # a compiled graph's ops pass the mode too: reported when it was traced
             _report_now(name, reason, uncovered, _eager_site())
@@ -593,9 +596,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if torch.compiler.is_compiling():
             uncovered = self.uncovered
             if uncovered != "ignore":  # its graph is checked (_check_graph); and the table, as always
-                _torch.comptime(_prepare_traced)  # reads uncovered
+                torch_private.comptime(_prepare_traced)  # reads uncovered
             else:
-                _torch.comptime(_prepare_table_traced)
+                torch_private.comptime(_prepare_table_traced)
         else:
             _prepare()
             # no net under "ignore", which reports nothing: it would cost every aten op inside a Python call
@@ -694,7 +697,7 @@ def _wrapper(original, route):
 _TRUNC_NORMAL = torch.nn.init.trunc_normal_
 _TRUNC_WRAPPER = _wrapper(_TRUNC_NORMAL, trunc_normal)
 _WORKER_LOOP = dataloader_worker_loop()
-_mode_workers.bind(_active, mode, _WORKER_LOOP)
+workers.bind(_active, mode, _WORKER_LOOP)
 _entered = 0
 _bind_lock = threading.Lock()
 
@@ -702,7 +705,7 @@ _bind_lock = threading.Lock()
 def _set_bindings(on):
     torch.nn.init.trunc_normal_ = _TRUNC_WRAPPER if on else _TRUNC_NORMAL
     if not torch.compiler.is_compiling():  # a DataLoader never starts in compiled code
-        set_dataloader_worker_loop(_mode_workers.WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
+        set_dataloader_worker_loop(workers.WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
 
 
 def _bind():

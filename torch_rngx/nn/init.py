@@ -4,10 +4,8 @@ from typing import Optional, Union
 
 import torch
 
-from . import _checks
-from ._router import fill_
-from ._spec import SPECS
-from .generator import RNG, Generator
+from .._engine.router import fill_checked
+from ..generator import RNG, Generator
 
 __all__ = ["trunc_normal_"]
 
@@ -42,7 +40,4 @@ def trunc_normal_(
         >>> bool(((w >= -0.04) & (w <= 0.04)).all())
         True
     """
-    _checks.float_tensor(tensor, "tensor")
-    spec = SPECS["truncated_normal"]
-    params = spec.check(tensor, _checks.LATER, mean, std, a, b, None)
-    return fill_(spec.name, tensor, generator, *params)
+    return fill_checked("truncated_normal", tensor, generator, mean, std, a, b)

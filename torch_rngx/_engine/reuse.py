@@ -21,13 +21,13 @@ import warnings
 
 import torch
 
-from . import _torch
-from ._torch import current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
+from . import torch_private
+from .torch_private import current_graph_task_id, traced_constant, traced_frames, traced_key_node, unwrap_functorch
 
 active = None  # the Checker while one is on: the one flag every keyed draw tests
 
 _U64 = (1 << 64) - 1
-_SKIP = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (sys.modules[__package__], torch, os))
+_SKIP = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (sys.modules[__name__.partition(".")[0]], torch, os))
 RUN_LIMIT = 1 << 16  # runs of one call's block kept apart; past this, their hull is recorded
 
 
@@ -223,7 +223,7 @@ class Checker:
 def traced(key, op):
     """Under torch.compile's trace: reports a key tensor (a graph node; its values are unknown) that feeds two
     draws of one graph. Elsewhere comptime is a no-op, and in the compiled code nothing is left of it."""
-    _torch.comptime(_note_traced)
+    torch_private.comptime(_note_traced)
 
 
 def _note_traced(ctx):

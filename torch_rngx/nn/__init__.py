@@ -8,14 +8,14 @@ from typing import NamedTuple
 
 import torch
 
-from . import _checks
-from . import _init as init
-from ._mode import mode, routed_names
-from ._router import Owned
-from ._stateful import dropout_from
-from ._torch import own_buffer
-from .functional import fold_in, key
-from .generator import RNG, Generator, begin_stream, load_stream_buffer, owner_of, stream_repr
+from .._engine import checks
+from .._engine.router import Owned, owner_of
+from .._engine.torch_private import own_buffer
+from .._mode.mode import mode, routed_names
+from ..functional import fold_in, key
+from ..generator import RNG, Generator, begin_stream, load_stream_buffer, stream_repr
+from ..stateful import dropout_from
+from . import init
 
 __all__ = [
     "RNG",
@@ -58,7 +58,7 @@ class _DropoutNd(torch.nn.Module):
         generator: Generator | RNG | None = None,
         seed: int | None = None,
     ):
-        p = _checks.dropout_probability(p)
+        p = checks.dropout_probability(p)
         if not isinstance(inplace, bool):
             raise TypeError(f"inplace must be a bool, got {type(inplace).__name__}")
         super().__init__(p, inplace)  # torch's class, next in each subclass's MRO

@@ -18,13 +18,11 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
-    _C,  # defines the ops from csrc/op_table.h and registers their kernels
-    _checks,
-)
-from ._torch import AutoDispatchBelowAutograd, argument_names, schema_arguments
+from . import checks
+from .library import C as _C
+from .torch_private import AutoDispatchBelowAutograd, argument_names, schema_arguments
 
-ops: Any = torch.ops.rngx
+rngx: Any = torch.ops.rngx
 
 # The op table's rows (csrc/op_table.h): each sampler's words per element by output dtype, randint's narrow range
 # and wide words, and its one-call form; and the other ops' words.
@@ -32,7 +30,7 @@ SAMPLERS: dict[str, dict] = {row["name"]: row for row in _C.samplers()}
 _KERNEL_WORDS: dict[str, dict] = _C.kernel_words()
 
 # Stream words per element by dtype without an op (docs/stream.md): bits' by the dtype's width.
-WORDS = {dtype: _KERNEL_WORDS["bits"][dtype.itemsize * 8] for dtype in _checks.FLOAT_DTYPES + _checks.INT_DTYPES}
+WORDS = {dtype: _KERNEL_WORDS["bits"][dtype.itemsize * 8] for dtype in checks.FLOAT_DTYPES + checks.INT_DTYPES}
 
 
 def _by_dtype(words: dict) -> dict:
@@ -44,6 +42,24 @@ def _row(name: str) -> dict:
     if name in SAMPLERS:
         return SAMPLERS[name]
     return {"words": _KERNEL_WORDS[name], "narrow": None, "wide": {}, "fused": None}
+
+
+@dataclass(frozen=True)
+class Params:
+    """A sampling call's parameters after its key, by what each is, as the op's row reads them (Op.params): the op's
+    own numbers (low and high, p, mean and std, ...), the output dtype the call asks for (None: the input's, or an
+    op without one), randint's range high - low (on which its int64 words depend; None for every other op) and the
+    global view (global_shape, global_start: both None, or x's block of a global tensor)."""
+
+    numbers: tuple
+    dtype: Optional[torch.dtype]
+    range: Optional[int]
+    global_shape: Optional[Sequence[int]]
+    global_start: Optional[Sequence[int]]
+
+    @property
+    def view(self) -> tuple:
+        return self.global_shape, self.global_start
 
 
 @dataclass(frozen=True)
@@ -62,7 +78,9 @@ class Op:
     input_dtypes: the input dtypes opcheck tries (every layout of each).
     From its row (csrc/op_table.h): words (per element, by output dtype, or by x's where words_by_input),
     dtypes (those, as blocks_used takes them), narrow and wide (randint's: int64 above the range `narrow` takes
-    `wide` words) and fused (the CPU small-tensor op, a Generator's step and the op in one call, if any).
+    `wide` words) and fused (the CPU small-tensor op, a Generator's step and the op in one call, if any). From its
+    schema: where its parameters stand after the key (dtype_at, range_at: randint's low and high, view_at), which
+    Op.params reads into a Params.
     """
 
     name: str
@@ -70,7 +88,7 @@ class Op:
     input: str = "like"
     derivative: Any = None  # None, "identity", "self" or a Scaled
     examples: Callable[[torch.Tensor], list] = lambda x: []
-    input_dtypes: Sequence[torch.dtype] = _checks.FLOAT_DTYPES
+    input_dtypes: Sequence[torch.dtype] = checks.FLOAT_DTYPES
 
     # From the row, set once here (a cached_property would take a lock on first use, which torch.compile cannot
     # trace in a process whose first call is compiled).
@@ -80,11 +98,18 @@ class Op:
     wide: dict = field(init=False, repr=False)
     fused: Optional[str] = field(init=False, repr=False)
     words_by_input: bool = field(init=False, repr=False)
+    dtype_at: Optional[int] = field(init=False, repr=False)
+    range_at: Optional[tuple] = field(init=False, repr=False)
+    view_at: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         row = _row(self.name)
         words = _by_dtype(row["words"])
+        names = argument_names(getattr(rngx, self.name).default)[2:]  # after the input and the key
         for name, value in (
+            ("dtype_at", names.index("dtype") if "dtype" in names else None),
+            ("range_at", (names.index("low"), names.index("high")) if row["wide"] else None),
+            ("view_at", names.index("global_shape")),
             ("words", words),
             ("dtypes", tuple(words)),
             ("narrow", row["narrow"]),
@@ -96,11 +121,11 @@ class Op:
 
     @functools.cached_property
     def kernel(self) -> Any:
-        return getattr(ops, self.name)
+        return getattr(rngx, self.name)
 
     @functools.cached_property
     def fused_kernel(self) -> Any:
-        return None if self.fused is None else getattr(ops, self.fused)
+        return None if self.fused is None else getattr(rngx, self.fused)
 
     def positional(self, args: tuple, kwargs: dict) -> list:
         return positional(self.kernel, args, kwargs)
@@ -113,6 +138,30 @@ class Op:
         if dtype in self.wide and range > self.narrow:  # type: ignore[operator]
             return self.wide[dtype]
         return self.words[dtype]
+
+    def params(self, values: Sequence[Any]) -> Params:
+        """A call's parameters after its key (its check's result, the op's arguments in schema order) as a Params."""
+        dtype = None if self.dtype_at is None else values[self.dtype_at]
+        own = [i for i in range(self.view_at) if i != self.dtype_at]
+        at = self.view_at
+        return Params(tuple(values[i] for i in own), dtype, self.range_of(values), values[at], values[at + 1])
+
+    def range_of(self, values: Sequence[Any]) -> Optional[int]:
+        """Params.range alone, without the record (on the paths torch.compile and torch.func trace)."""
+        return None if self.range_at is None else values[self.range_at[1]] - values[self.range_at[0]]
+
+    def global_shape_of(self, values: Sequence[Any]) -> Optional[Sequence[int]]:
+        """Params.global_shape alone, without the record."""
+        return values[self.view_at]
+
+    def words_dtype(self, x_dtype: torch.dtype, p: Params) -> torch.dtype:
+        """The dtype a call takes its words per element by: the output's (the call's dtype, or x's when None), but
+        x's for an op whose words follow its input (stochastic_round, whose dtype is its target)."""
+        return p.dtype if type(p.dtype) is torch.dtype and not self.words_by_input else x_dtype
+
+    def blocks(self, numel: Any, x_dtype: torch.dtype, p: Params) -> Any:
+        """The Philox blocks a call on numel elements of input dtype x_dtype takes."""
+        return (numel * self.words_per_element(self.words_dtype(x_dtype, p), p.range) + 3) // 4
 
 
 def positional(op: Any, args: tuple, kwargs: dict) -> list:
@@ -140,12 +189,12 @@ def _truncated_normal_check(
     global_shape: Any = None,
     global_start: Any = None,
 ) -> tuple:
-    out_dtype, view = _checks.float_like(like, key, dtype, global_shape, global_start)
-    mean, std = _checks.mean_std(mean, std, torch.float64, strict=True)  # the inverse CDF computes in double
-    a, b = _checks.real(a, "a"), _checks.real(b, "b")
+    out_dtype, view = checks.float_like(like, key, dtype, global_shape, global_start)
+    mean, std = checks.mean_std(mean, std, torch.float64, strict=True)  # the inverse CDF computes in double
+    a, b = checks.real(a, "a"), checks.real(b, "b")
     if not a < b:
         raise ValueError(f"a must be < b, got a={a}, b={b}")
-    if not torch.compiler.is_compiling() and not _checks.value_between(a, b, out_dtype):
+    if not torch.compiler.is_compiling() and not checks.value_between(a, b, out_dtype):
         raise ValueError(f"no value of {out_dtype} lies in [a, b] = [{a}, {b}]")
     return mean, std, a, b, dtype, *view
 
@@ -163,14 +212,14 @@ class Scaled:
 
 def _alpha_scale(x: torch.Tensor, key: torch.Tensor, p: float, *view: Any) -> torch.Tensor:
     """alpha dropout's d out / d x: keep * a in x's dtype, keep from dropout's mask of the same key and p."""
-    kept = ops.dropout(torch.ones_like(x, memory_format=torch.contiguous_format), key, p, *view) != 0
+    kept = rngx.dropout(torch.ones_like(x, memory_format=torch.contiguous_format), key, p, *view) != 0
     a = 0.0 if p == 1 else 1.0 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
     return torch.where(kept, torch.tensor(a, dtype=torch.float64).to(x.dtype), torch.zeros((), dtype=x.dtype))
 
 
 def _rrelu_slope(x: torch.Tensor, key: torch.Tensor, lower: float, upper: float, *view: Any) -> torch.Tensor:
     """rrelu's d out / d x: 1 where x > 0, else r, uniform(lower, upper)'s value in x's dtype with the same key."""
-    r = ops.uniform(x, key, lower, upper, None, *view)
+    r = rngx.uniform(x, key, lower, upper, None, *view)
     return torch.where(x > 0, torch.ones((), dtype=x.dtype), r)
 
 
@@ -187,7 +236,7 @@ def _means_stds_like(x: torch.Tensor) -> list:
 
 def _round_examples(x: torch.Tensor) -> list:
     """The widest target of x's dtype, and saturating to the narrowest (a float8 type)."""
-    targets = _checks.ROUND_TARGETS.get(x.dtype, ())
+    targets = checks.ROUND_TARGETS.get(x.dtype, ())
     return [(False, targets[0]), (True, targets[-1])] if targets else []
 
 
@@ -196,52 +245,51 @@ def _probabilities_like(x: torch.Tensor) -> list:
     return [(p,)]
 
 
-_RANDINT_DTYPES = tuple(_checks.RANDINT_DTYPES)
-RANDINT_NARROW: int = SAMPLERS["randint"]["narrow"]  # randint's words up to this range; int64 takes more above it
+_RANDINT_DTYPES = tuple(checks.RANDINT_DTYPES)
 SPECS: dict[str, Op] = {
     op.name: op
     for op in (
-        Op("uniform", _checks.like_interval, examples=lambda x: [(-1.5, 2.0, None)]),
-        Op("quantize_noise", _checks.x_half, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
-        Op("dropout", _checks.x_p, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
-        Op("normal", _checks.like_mean_std, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("uniform", checks.like_interval, examples=lambda x: [(-1.5, 2.0, None)]),
+        Op("quantize_noise", checks.x_half, input="x", derivative="identity", examples=lambda x: [(0.5,)]),
+        Op("dropout", checks.x_p, input="x", derivative="self", examples=lambda x: [(0.0,), (0.3,), (1.0,)]),
+        Op("normal", checks.like_mean_std, examples=lambda x: [(0.5, 2.0, None)]),
         Op("truncated_normal", _truncated_normal_check, examples=lambda x: [(1.0, 0.5, 0.0, 2.5, None)]),
-        Op("bernoulli", _checks.like_p, examples=lambda x: [(0.3,)]),
-        Op("bernoulli_tensor", _checks.like_p, examples=_probabilities_like),
+        Op("bernoulli", checks.like_p, examples=lambda x: [(0.3,)]),
+        Op("bernoulli_tensor", checks.like_p, examples=_probabilities_like),
         Op(
             "randint",
-            _checks.like_int_range,
+            checks.like_int_range,
             examples=lambda x: [(0 if d == torch.uint8 else -3, 100, d) for d in _RANDINT_DTYPES],
             input_dtypes=(torch.float32,),
         ),
-        Op("exponential", _checks.like_rate, examples=lambda x: [(1.5, None)]),
-        Op("stochastic_round", _checks.x_round, input="x", derivative="cast", examples=_round_examples),
+        Op("exponential", checks.like_rate, examples=lambda x: [(1.5, None)]),
+        Op("stochastic_round", checks.x_round, input="x", derivative="cast", examples=_round_examples),
         Op(
             "alpha_dropout",
-            _checks.x_p,
+            checks.x_p,
             input="x",
             derivative=Scaled(lambda x, key, params: _alpha_scale(x, key, *params)),
             examples=lambda x: [(0.0,), (0.3,), (1.0,)],
         ),
         Op(
             "rrelu",
-            _checks.x_lower_upper,
+            checks.x_lower_upper,
             input="x",
             derivative=Scaled(lambda x, key, params: _rrelu_slope(x, key, *params), reads_x=True),
             examples=lambda x: [(0.125, 1 / 3), (0.25, 0.25)],
         ),
-        Op("cauchy", _checks.like_median_sigma, examples=lambda x: [(0.5, 2.0, None)]),
-        Op("log_normal", _checks.like_log_normal, examples=lambda x: [(0.25, 0.5, None)]),
-        Op("geometric", _checks.like_open_p, examples=lambda x: [(0.3, None)]),
-        Op("normal_tensor", _checks.like_mean_std_tensors, examples=_means_stds_like),
+        Op("cauchy", checks.like_median_sigma, examples=lambda x: [(0.5, 2.0, None)]),
+        Op("log_normal", checks.like_log_normal, examples=lambda x: [(0.25, 0.5, None)]),
+        Op("geometric", checks.like_open_p, examples=lambda x: [(0.3, None)]),
+        Op("normal_tensor", checks.like_mean_std_tensors, examples=_means_stds_like),
     )
 }
 
 # Composites of other ops that a Generator still advances for by their own count (functional.blocks_used), by the
 # dtypes they take: randperm's sort keys are int64 bits, multinomial's scores the race's.
 COMPOSITE_WORDS = {
-    "randperm": {d: WORDS[torch.int64] for d in _checks.RANDPERM_LIMITS},
-    "multinomial": {d: _KERNEL_WORDS["race"]["float64"] for d in _checks.FLOAT_DTYPES},
+    "randperm": {d: WORDS[torch.int64] for d in checks.RANDPERM_LIMITS},
+    "multinomial": {d: _KERNEL_WORDS["race"]["float64"] for d in checks.FLOAT_DTYPES},
 }
 
 
@@ -251,17 +299,6 @@ def words_per_element(dtype: torch.dtype, op: Optional[str] = None, range: Optio
     if op in SPECS:
         return SPECS[op].words_per_element(dtype, range)
     return COMPOSITE_WORDS.get(op or "", {}).get(dtype, WORDS[dtype])
-
-
-def words_dtype(op: str, x_dtype: torch.dtype, dtype: Any) -> torch.dtype:
-    """The dtype a call of sampler `op` takes its words per element by: the output's (the op's `dtype` argument, or
-    x's when None), but x's for stochastic_round, whose output dtype is its target."""
-    return dtype if type(dtype) is torch.dtype and not SPECS[op].words_by_input else x_dtype
-
-
-def range_of(op: Optional[str], params: Sequence[Any]) -> Optional[int]:
-    """randint's high - low (its params start with low, high), on which its words per element depend; else None."""
-    return params[1] - params[0] if op == "randint" else None
 
 
 def blocks_of(numel: Any, dtype: torch.dtype, op: Optional[str] = None, range: Optional[int] = None) -> Any:
@@ -307,8 +344,3 @@ def derivative(
         return again(t, key, *params)
     with AutoDispatchBelowAutograd():
         return (spec.kernel if below is None else below)(t, key, *params)
-
-
-# Subclass calls under torch.compile: (tensor type, call(spec, x, key, params)). A module that gives the ops a
-# tensor subclass (distributed.py: DTensor) registers how a traced call on it runs.
-SUBCLASS_CALLS: list = []

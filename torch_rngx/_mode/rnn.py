@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _stateful as rr
+from .. import stateful as rr
 
 
 def _recurrent(op, cells):

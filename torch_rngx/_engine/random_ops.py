@@ -24,7 +24,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 
-from ._torch import (
+from .torch_private import (
     DisableTorchFunction,
     OpOverload,
     OpOverloadPacket,

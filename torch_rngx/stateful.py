@@ -23,8 +23,8 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _checks, _step, functional
-from ._router import atomic, draw, key_for, owner_of
+from ._engine import checks, composite, step
+from ._engine.router import atomic, draw, key_for, owner_of
 from .generator import RNG, Generator
 
 __all__ = [
@@ -50,6 +50,12 @@ __all__ = [
     "stochastic_round",
     "uniform_like",
 ]
+
+
+def __dir__():
+    return __all__
+
+
 # Real annotations (no `from __future__ import annotations`): help() then names the types themselves.
 
 
@@ -109,7 +115,7 @@ def uniform_like(
         True
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_interval(x, _checks.LATER, low, high, dtype, global_shape, global_start, "x")
+    params = checks.like_interval(x, checks.LATER, low, high, dtype, global_shape, global_start, "x")
     return _leaf(draw("uniform", x, generator, *params), requires_grad)
 
 
@@ -142,7 +148,7 @@ def rand_like(
         torch.Size([2, 3])
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_interval(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
+    params = checks.like_interval(x, checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
     return _leaf(draw("uniform", x, generator, *params), requires_grad)
 
 
@@ -182,7 +188,7 @@ def normal_like(
         True
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    kind, params = _checks.normal_args(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x")
+    kind, params = checks.normal_args(x, checks.LATER, mean, std, dtype, global_shape, global_start, "x")
     return _leaf(draw(kind, x, generator, *params), requires_grad)
 
 
@@ -215,7 +221,7 @@ def randn_like(
         torch.float64
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_mean_std(x, _checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
+    params = checks.like_mean_std(x, checks.LATER, 0.0, 1.0, dtype, global_shape, global_start, "x")
     return _leaf(draw("normal", x, generator, *params), requires_grad)
 
 
@@ -252,11 +258,11 @@ def bernoulli_like(
         tensor([1., 1., 1., 1.])
     """
     if dtype is not None:
-        _checks.float_dtype(dtype, "dtype")
+        checks.float_dtype(dtype, "dtype")
     x = _target(x, layout, device, pin_memory, memory_format, dtype)
-    p, *view = _checks.like_p(x, _checks.LATER, p, global_shape, global_start, "x")
+    p, *view = checks.like_p(x, checks.LATER, p, global_shape, global_start, "x")
     kind = "bernoulli_tensor" if isinstance(p, Tensor) else "bernoulli"
-    return _leaf(draw(kind, x, generator, _checks.probabilities(p), *view), requires_grad)
+    return _leaf(draw(kind, x, generator, checks.probabilities(p), *view), requires_grad)
 
 
 def randint_like(
@@ -298,11 +304,11 @@ def randint_like(
     """
     low, high = (0, low) if high is None else (low, high)  # torch's one-bound form
     if not isinstance(x, Tensor):
-        _checks.strided(x, "x")  # names the argument
+        checks.strided(x, "x")  # names the argument
     x = _target(x, layout, device, pin_memory, memory_format)
     dtype = x.dtype if dtype is None else dtype
-    drawn = _checks.randint_draw_dtype(dtype, low, high)
-    params = _checks.like_int_range(x, _checks.LATER, low, high, drawn, global_shape, global_start, "x")
+    drawn = checks.randint_draw_dtype(dtype, low, high)
+    params = checks.like_int_range(x, checks.LATER, low, high, drawn, global_shape, global_start, "x")
     if drawn == dtype:
         return _leaf(draw("randint", x, generator, *params), requires_grad)
     out = atomic(owner_of(generator), x.numel(), lambda: draw("randint", x, generator, *params).to(dtype))
@@ -342,7 +348,7 @@ def exponential_like(
         True
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_rate(x, _checks.LATER, rate, dtype, global_shape, global_start, "x")
+    params = checks.like_rate(x, checks.LATER, rate, dtype, global_shape, global_start, "x")
     return _leaf(draw("exponential", x, generator, *params), requires_grad)
 
 
@@ -383,7 +389,7 @@ def stochastic_round(
         "stochastic_round",
         x,
         generator,
-        *_checks.x_round(x, _checks.LATER, saturate, dtype, global_shape, global_start),
+        *checks.x_round(x, checks.LATER, saturate, dtype, global_shape, global_start),
     )
 
 
@@ -421,7 +427,7 @@ def cauchy_like(
         torch.Size([2, 3])
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_median_sigma(x, _checks.LATER, median, sigma, dtype, global_shape, global_start, "x")
+    params = checks.like_median_sigma(x, checks.LATER, median, sigma, dtype, global_shape, global_start, "x")
     return _leaf(draw("cauchy", x, generator, *params), requires_grad)
 
 
@@ -458,7 +464,7 @@ def log_normal_like(
         True
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_log_normal(x, _checks.LATER, mean, std, dtype, global_shape, global_start, "x")
+    params = checks.like_log_normal(x, checks.LATER, mean, std, dtype, global_shape, global_start, "x")
     return _leaf(draw("log_normal", x, generator, *params), requires_grad)
 
 
@@ -495,7 +501,7 @@ def geometric_like(
         True
     """
     x = _target(x, layout, device, pin_memory, memory_format)
-    params = _checks.like_open_p(x, _checks.LATER, p, dtype, global_shape, global_start, "x")
+    params = checks.like_open_p(x, checks.LATER, p, dtype, global_shape, global_start, "x")
     return _leaf(draw("geometric", x, generator, *params), requires_grad)
 
 
@@ -526,12 +532,12 @@ def randperm(
     device = torch.device(device)
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be a CPU or CUDA device, got {device}")
-    n = _checks.permutation(n, _checks.LATER, dtype)
+    n = checks.permutation(n, checks.LATER, dtype)
     like = torch.empty(0, device=device)
     return atomic(
         owner_of(generator),
         n,
-        lambda: functional.randperm(n, key_for(like, generator, n, torch.int64).to(device), dtype=dtype),
+        lambda: composite.permutation(n, key_for(like, generator, n, torch.int64).to(device), dtype),
     )
 
 
@@ -554,13 +560,13 @@ def multinomial(
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _, draws, need = _checks.categories(input, _checks.LATER, num_samples, replacement)
-    _checks.weights(input, need)  # its values too, before the key is drawn
+    _, draws, need = checks.categories(input, checks.LATER, num_samples, replacement)
+    checks.weights(input, need)  # its values too, before the key is drawn
     numel = input.numel() * draws
     return atomic(
         owner_of(generator),
         numel,
-        lambda: functional._race_samples(
+        lambda: composite.race_samples(
             input, key_for(input, generator, numel, torch.float64), num_samples, replacement, draws, need
         ),
     )
@@ -596,13 +602,13 @@ def quantize(
         True
     """
     if mode == "noise":
-        return draw("quantize_noise", x, generator, *_checks.x_half(x, _checks.LATER, 0.5, global_shape, global_start))
+        return draw("quantize_noise", x, generator, *checks.x_half(x, checks.LATER, 0.5, global_shape, global_start))
     if mode not in ("dequantize", "symbols"):
         raise ValueError(f'mode must be "noise", "dequantize" or "symbols", got {mode!r}')
-    _checks.float_x(x, _checks.LATER, global_shape, global_start)
+    checks.float_x(x, checks.LATER, global_shape, global_start)
     if means is not None:
-        _checks.tensor(means, "means")
-        _checks.broadcasts(means, x.shape, "means", "x's")
+        checks.tensor(means, "means")
+        checks.broadcasts(means, x.shape, "means", "x's")
     y = torch.round(x if means is None else x - means)
     if mode == "symbols":
         return y.int()
@@ -640,7 +646,11 @@ def dropout(
         >>> torch_rngx.dropout(torch.ones(4), 1.0)
         tensor([0., 0., 0., 0.])
     """
-    return dropout_from("dropout", input, p, training, inplace, generator, global_shape, global_start)
+    if inplace:
+        return dropout_from("dropout", input, p, training, inplace, generator, global_shape, global_start)
+    # dropout_from's path for a plain dropout, in the fewest frames (dropout_args checks input when it draws)
+    p, *view = checks.dropout_args(input, p, training, inplace, global_shape, global_start, input_too=True)
+    return draw("dropout", input, generator, p, *view) if training and p != 0 else input
 
 
 def dropout1d(
@@ -835,7 +845,7 @@ def rrelu(
         "rrelu",
         input,
         generator,
-        *_checks.x_lower_upper(input, _checks.LATER, lower, upper, global_shape, global_start, "input"),
+        *checks.x_lower_upper(input, checks.LATER, lower, upper, global_shape, global_start, "input"),
     )
     return input.copy_(out) if inplace else out
 
@@ -845,23 +855,23 @@ def dropout_from(kind, x, p, training, inplace, generator, global_shape=None, gl
     nn.RNG or an nn module's Owned state), under the global view (global_shape, global_start) if given. As torch,
     when not training or at p = 0 it returns x itself, of any dtype, drawing nothing; draws nothing when x is
     empty."""
-    p, *view = _checks.dropout_args(x, p, training, inplace, global_shape, global_start)
+    p, *view = checks.dropout_args(x, p, training, inplace, global_shape, global_start)
     batched = _channel_rank(kind, x.dim()) if kind in _CHANNEL_RANKS else True  # torch's rank checks come first
     if not training or p == 0:
         return x
-    _checks.dropout_input(x)
+    checks.dropout_input(x)
     if kind == "dropout" and not inplace:
         return draw("dropout", x, generator, p, *view)
     owner = owner_of(generator)
     if inplace:
-        _checks.writable(x, owner, "input", torch.is_grad_enabled())
+        checks.writable(x, owner, "input", torch.is_grad_enabled())
     if kind == "dropout":  # in place: the draw, then the copy, its blocks given back if torch refuses the copy
-        mark = _step.mark(owner, x.numel())
+        mark = step.mark(owner, x.numel())
         out = draw("dropout", x, generator, p, *view)
         try:
             return x.copy_(out)
         except BaseException:
-            _step.give_back(mark, owner)
+            step.give_back(mark, owner)
             raise
     return atomic(owner, x.numel(), _dropout, kind, x, p, inplace, generator, view, batched)
 
@@ -886,8 +896,8 @@ def _channel(kind, x, p, generator, view):
     n, c = x.shape[:2] if view[0] is None else view[0][:2]
     key = key_for(x, generator, n * c, x.dtype)
     if kind == "feature_alpha_dropout":
-        return functional._feature_alpha_dropout(x, key, p, view)
-    return functional._feature_dropout(x, key, p, view)
+        return composite.feature_alpha_dropout(x, key, p, view)
+    return composite.feature_dropout(x, key, p, view)
 
 
 # The channel dropouts' batched rank (torch: dropout1d (N, C, L), dropout2d (N, C, H, W), dropout3d (N, C, D, H, W));

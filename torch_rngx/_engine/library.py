@@ -15,10 +15,11 @@ import importlib.util
 import os
 import re
 import sys
+from typing import Any
 
 import torch
 
-PACKAGE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # torch_rngx/, above _engine/
 _CUDA_LIBRARY = re.compile(r"lib(?:torch_cuda|c10_cuda|cudart|cuda)\.so[.\d]*")
 
 
@@ -112,3 +113,5 @@ def _has_library(folder: str) -> bool:
 
 
 load()
+# The compiled library, for the engine's modules: the op table's rows, the step's counters, the journal's hooks.
+C: Any = sys.modules["torch_rngx._C"]

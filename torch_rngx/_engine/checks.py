@@ -8,7 +8,7 @@ import warnings
 
 import torch
 
-from ._torch import peek_interpreter_stack, view_base
+from .torch_private import peek_interpreter_stack, view_base
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
@@ -448,9 +448,10 @@ def x_channel_p(x, key, p, global_shape=None, global_start=None, name="x"):
     return probability(p), *view
 
 
-def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
+def dropout_args(x, p, training, inplace, global_shape=None, global_start=None, input_too=False):
     """The stateful dropout family's arguments, refused with torch.nn.functional's messages. Returns p and the view.
-    x's dtype and layout are dropout_input's: torch returns any tensor when it does not draw."""
+    x's dtype and layout are dropout_input's: torch returns any tensor when it does not draw. input_too: check them
+    here when the call draws (training, p > 0), in the same frame (plain dropout's path: a frame fewer)."""
     if not isinstance(x, torch.Tensor):
         float_tensor(x, "input")  # names the argument
     if type(p) is not float or not 0.0 <= p <= 1.0:
@@ -462,6 +463,8 @@ def dropout_args(x, p, training, inplace, global_shape=None, global_start=None):
         raise TypeError(
             f"training and inplace must be bools, got {type(training).__name__} and {type(inplace).__name__}"
         )
+    if input_too and training and p != 0:
+        dropout_input(x)
     return p, *view
 
 

@@ -6,7 +6,7 @@
     give_back(mark, owner)         when it raised: owner's steps since the mark given back (docs: guarantees/)
 
 Graphs record a draw as rngx::take_ (a Generator's) or rngx::seed_state (torch's generator), which a checkpoint
-journals and replays (_replay.py): the step of a CPU state is C++ (csrc/library.cpp), which asks the journal only
+journals and replays (journal.py): the step of a CPU state is C++ (csrc/library.cpp), which asks the journal only
 while one may be open (the hooks given to csrc/module.c below), so a compiled graph runs no Python per draw.
 
 A call that raises leaves every state as it was (docs: guarantees/, "Nothing but the output is written"): it checks its
@@ -27,15 +27,11 @@ import threading
 
 import torch
 
-from . import (  # type: ignore[attr-defined]  # _C: the compiled library, which mypy cannot read
-    _C,
-    _checks,
-    _replay,
-    _reuse,
-)
-from ._random_ops import drawing_from_torch
-from ._spec import ops
-from ._torch import any_python_mode, current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
+from . import checks, journal, reuse
+from .library import C as _C
+from .random_ops import drawing_from_torch
+from .spec import rngx
+from .torch_private import any_python_mode, current_graph_task_id, register_ordered_effect, top_saved_tensors_hooks
 
 # seed_state's tag needs the stable ABI of torch 2.12 (we target 2.10), so it is defined here.
 _lib = torch.library.Library("rngx", "FRAGMENT")
@@ -61,7 +57,7 @@ if hasattr(os, "register_at_fork"):
 def advance(state, blocks):
     """The key for one call, then the offset moved past its blocks: one step under the state's lock."""
     if state.is_cpu:
-        return ops.step_(state, blocks)
+        return rngx.step_(state, blocks)
     with take_lock:
         taken = state.clone()
         state[1:].add_(blocks)  # int64 add wraps: the offset is unsigned, modulo 2^64
@@ -116,9 +112,9 @@ def give_back(mark, owner):
         given = _C.give_back(mark, local.data_ptr())
     else:
         given = _give_back_on_device(mark, local)
-    if _reuse.active is not None:
+    if reuse.active is not None:
         for seed, offset, blocks in given:
-            _reuse.active.give_back(seed, offset, blocks)
+            reuse.active.give_back(seed, offset, blocks)
 
 
 def _give_back_on_device(mark, state):
@@ -133,7 +129,7 @@ def _give_back_on_device(mark, state):
             log[i] = (None, key, blocks)
             past = key.clone()
             past[1:].add_(blocks)
-            if _reuse.active is None:
+            if reuse.active is None:
                 state[1:] = torch.where((state == past).all(), key[1:], state[1:])
             elif torch.equal(state, past):
                 state[1:] = key[1:]
@@ -190,11 +186,11 @@ def scratch_seed():
 def key(owner, blocks):
     """The key for a call that reads `blocks` blocks, as graphs record it: owner's step (rngx::take_) or, for owner
     None, a fresh seed (rngx::seed_state). Inside a checkpoint both are journaled, and a recomputation replays them."""
-    return ops.seed_state() if owner is None else ops.take_(owner, blocks)
+    return rngx.seed_state() if owner is None else rngx.take_(owner, blocks)
 
 
 def check_take(state, blocks):
-    _checks.generator_state(state)
+    checks.generator_state(state)
     if isinstance(blocks, int) and blocks < 0:
         raise ValueError(f"blocks must be >= 0, got {blocks}")
 
@@ -205,7 +201,7 @@ def check_take(state, blocks):
 @torch.library.impl(_lib, "take_", "CUDA")
 def _(state, blocks):
     check_take(state, blocks)
-    return _replay.draw(state, lambda: advance(state, blocks))
+    return journal.draw(state, lambda: advance(state, blocks))
 
 
 @torch.library.register_fake("rngx::step_")
@@ -217,7 +213,7 @@ def _(state, blocks):
 
 @torch.library.impl(_lib, "seed_state", "CompositeExplicitAutograd")
 def _(*args, **kwargs):
-    return _replay.draw(None, fresh_seed)
+    return journal.draw(None, fresh_seed)
 
 
 @torch.library.register_fake("rngx::seed_state")
@@ -228,12 +224,12 @@ def _():
 def _replay_at(owner):
     """The journal's answer for the C++ step of the state at address `owner` (csrc/journal.h): the recorded key as
     (seed, offset), or None to step."""
-    key = _replay.replayed(owner)
+    key = journal.replayed(owner)
     return None if key is None else tuple(key.tolist())
 
 
 def _record_at(owner, seed, offset):
-    _replay.record(owner, torch.tensor([seed, offset]))
+    journal.record(owner, torch.tensor([seed, offset]))
 
 
 _C.set_journal(top_saved_tensors_hooks, current_graph_task_id, _replay_at, _record_at)

@@ -19,9 +19,10 @@ import math
 
 import torch
 
-from . import _reuse, _spec, _step
-from ._spec import SPECS, ops
-from ._torch import AutoDispatchBelowAutograd, bare_op
+from . import reuse, step
+from . import spec as _spec
+from .spec import SPECS, rngx
+from .torch_private import AutoDispatchBelowAutograd, bare_op
 
 
 def _rows(info, x_dim, x):
@@ -40,9 +41,10 @@ def _per_row(key, n, row_dims):
     return key.expand(shape).contiguous()
 
 
-def numel_of(x, params):
-    """The elements a call draws for: the global tensor's under a global view (params end with it)."""
-    return x.numel() if params[-2] is None else math.prod(params[-2])
+def numel_of(x, spec, params):
+    """The elements a call of op spec draws for: the global tensor's under a global view."""
+    shape = spec.global_shape_of(params)
+    return x.numel() if shape is None else math.prod(shape)
 
 
 def batched_view(n, global_shape, global_start):
@@ -50,19 +52,20 @@ def batched_view(n, global_shape, global_start):
     return (None, None) if global_shape is None else ([n, *global_shape], [0, *global_start])
 
 
-def _batched(params, n):
-    """params with the global view (if any) given a leading batch dim of n."""
-    return (*params[:-2], *batched_view(n, params[-2], params[-1]))
+def _batched(spec, params, n):
+    """A call's params (in schema order) with the global view (if any) given a leading batch dim of n."""
+    at = spec.view_at
+    return (*params[:at], *batched_view(n, params[at], params[at + 1]))
 
 
-def drawn_key(owner, numel, dtype, kind=None, params=()):
-    """The key for a call on numel elements of dtype (kind and params: the op's, which set its words): owner's
-    step as graphs record it, or a fresh seed for owner None, journaled inside a checkpoint (_step.key). The
-    key-reuse checker (if on) is told the blocks a state's step passes."""
-    blocks = _spec.blocks_of(numel, dtype, kind, _spec.range_of(kind, params))
-    key = _step.key(owner, blocks)
-    if owner is not None and _reuse.active is not None:
-        _reuse.active.blocks(kind, key, [(0, blocks)])
+def drawn_key(owner, numel, dtype, kind=None, range=None):
+    """The key for a call on numel elements of dtype (kind and range: the op and randint's high - low, which set its
+    words): owner's step as graphs record it, or a fresh seed for owner None, journaled inside a checkpoint
+    (step.key). The key-reuse checker (if on) is told the blocks a state's step passes."""
+    blocks = _spec.blocks_of(numel, dtype, kind, range)
+    key = step.key(owner, blocks)
+    if owner is not None and reuse.active is not None:
+        reuse.active.blocks(kind, key, [(0, blocks)])
     return key
 
 
@@ -149,12 +152,12 @@ def _functions(spec):
             else:
                 key = key.movedim(in_dims[1], 0)
                 keys = key.view(info.batch_size, *([1] * (x.dim() - 1)), 2) if key.dim() == 2 else key
-            return Sample.apply(x, keys, *_batched(params, info.batch_size)), 0
+            return Sample.apply(x, keys, *_batched(spec, params, info.batch_size)), 0
 
     class Draw(torch.autograd.Function):
         @staticmethod
         def forward(x, owner, dtype, *params):
-            key = drawn_key(owner, numel_of(x, params), dtype, kind, params)
+            key = drawn_key(owner, numel_of(x, spec, params), dtype, kind, spec.range_of(params))
             with AutoDispatchBelowAutograd():
                 return kernel(x, key, *params), key
 
@@ -182,11 +185,14 @@ def _functions(spec):
             x = _rows(info, in_dims[0], x)
             params = _param_rows(info, in_dims[3:], params)
             if info.randomness == "same":  # every row reads the same words, on purpose: recorded once
-                key = drawn_key(owner, numel_of(x[0], params), dtype, kind, params)
-                out = Sample.apply(x, _per_row(key, info.batch_size, x.dim() - 1), *_batched(params, info.batch_size))
+                key = drawn_key(owner, numel_of(x[0], spec, params), dtype, kind, spec.range_of(params))
+                out = Sample.apply(
+                    x, _per_row(key, info.batch_size, x.dim() - 1), *_batched(spec, params, info.batch_size)
+                )
             else:
-                key = drawn_key(owner, numel_of(x[0], params) * info.batch_size, dtype, kind, params)
-                out = Sample.apply(x, key, *_batched(params, info.batch_size))
+                numel = numel_of(x[0], spec, params) * info.batch_size
+                key = drawn_key(owner, numel, dtype, kind, spec.range_of(params))
+                out = Sample.apply(x, key, *_batched(spec, params, info.batch_size))
             return (out, key), (0, None)
 
     Sample.__name__, Draw.__name__ = f"Sample_{kind}", f"Draw_{kind}"
@@ -205,7 +211,7 @@ class KeyDraw(torch.autograd.Function):
 
     @staticmethod
     def forward(x, owner, numel, dtype):
-        return _step.key(owner, _spec.blocks_of(numel, dtype))
+        return step.key(owner, _spec.blocks_of(numel, dtype))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -224,5 +230,5 @@ class KeyDraw(torch.autograd.Function):
         if info.randomness == "error":
             raise RuntimeError(_RANDOMNESS_ERROR)
         if info.randomness == "same":
-            return _step.key(owner, _spec.blocks_of(numel, dtype)), None
-        return ops.split(_step.key(owner, _spec.blocks_of(numel * info.batch_size, dtype)), info.batch_size), 0
+            return step.key(owner, _spec.blocks_of(numel, dtype)), None
+        return rngx.split(step.key(owner, _spec.blocks_of(numel * info.batch_size, dtype)), info.batch_size), 0

@@ -112,7 +112,7 @@ def has_kernel(op: str, dispatch_key: str) -> bool:
     )
 
 
-# ---- activation checkpointing (torch_rngx/_replay.py) ----
+# ---- activation checkpointing (torch_rngx/_engine/journal.py) ----
 # (ignore_is_tracing) -> the (pack, unpack) hooks on top of this thread's saved-tensor hook stack, or None.
 top_saved_tensors_hooks: Callable[[bool], Any] = _resolve(
     torch, "_C._autograd._top_saved_tensors_default_hooks", "to find the checkpoint a draw runs in"
@@ -230,7 +230,7 @@ def traced_frames(ctx: Any) -> Iterator[tuple[str, int]]:
         return
 
 
-# ---- torch function modes (torch_rngx/_mode.py) ----
+# ---- torch function modes (torch_rngx/_mode/mode.py) ----
 _len_stack = _resolve(torch, "_C._len_torch_function_stack", "to find torch_rngx.mode from rebound functions")
 _stack_at = _resolve(torch, "_C._get_function_stack_at", "to find torch_rngx.mode from rebound functions")
 _len_dispatch_stack = _resolve(torch, "_C._len_torch_dispatch_stack", "to skip the mode guard where none is pushed")
@@ -293,7 +293,7 @@ def builtin_namespaces() -> tuple:
     )
 
 
-# ---- what torch_rngx.mode derives from torch's ops (torch_rngx/_random_ops.py) ----
+# ---- what torch_rngx.mode derives from torch's ops (torch_rngx/_engine/random_ops.py) ----
 OpOverload = _resolve(torch, "_ops.OpOverload", "to read the tags of an op torch_rngx.mode meets")
 OpOverloadPacket = _resolve(torch, "_ops.OpOverloadPacket", "to read the tags of an op torch_rngx.mode meets")
 
@@ -351,7 +351,7 @@ def never_a_compiled_frame(code: Any) -> None:
 
 
 # torch.utils.data's worker entry point: a DataLoader's iterator starts each worker process with it as its target,
-# looked up when the worker starts (torch_rngx/_mode_workers.py).
+# looked up when the worker starts (torch_rngx/_mode/workers.py).
 _data_worker = _resolve(torch, "utils.data._utils.worker", "to give each DataLoader worker its own stream")
 
 

@@ -4,7 +4,7 @@ The schemas live in csrc/op_table.h (loading the shared library alone defines th
 (csrc/kernels) behind stable-ABI glue (csrc/ops.cpp). Every op is a pure function of its inputs: the stream position
 comes in as an explicit `state` tensor of [seed, offset] keys (int64 or uint64, offset in Philox blocks; shape (2,)
 or batched (*B, 2)), so eager, compiled and exported code compute the same bits. A Generator's step (take_, step_)
-and seed_state, the one op that draws from torch's generator, are registered in _step.py.
+and seed_state, the one op that draws from torch's generator, are registered in step.py.
 
 Autograd: the two differentiable samplers (derivative "identity" or "self") have a Python kernel that makes their
 node (_functions.NODE) when a gradient flows and otherwise goes straight on below autograd; every other op falls
@@ -13,31 +13,32 @@ through autograd in C++, so that a compiled graph calls no Python for it.
 
 import torch
 
-from . import _checks, _spec, _step
-from ._functions import NODE, batched_view
-from ._torch import any_requires_grad, redispatch_below_autograd
+from . import checks, step
+from . import spec as _spec
+from .functions import NODE, batched_view
+from .spec import rngx
+from .torch_private import any_requires_grad, redispatch_below_autograd
 
 _lib = torch.library.Library("rngx", "IMPL")
-ops = _spec.ops
 
 
 # ---- bits ----
 @torch.library.register_fake("rngx::bits")
 def _(size, state, dtype, global_shape=None, global_start=None):
-    return state.new_empty(_checks.size_dtype(size, state, dtype, global_shape, global_start)[0], dtype=dtype)
+    return state.new_empty(checks.size_dtype(size, state, dtype, global_shape, global_start)[0], dtype=dtype)
 
 
 # ---- split / fold_in: new keys derived from old ones; not differentiable ----
 @torch.library.register_fake("rngx::split")
 def _(state, num):
-    _checks.state(state)
-    _checks.num(num)
+    checks.state(state)
+    checks.num(num)
     return state.new_empty((num, *state.shape))
 
 
 @torch.library.register_fake("rngx::fold_in")
 def _(state, data):
-    _checks.state(state)
+    checks.state(state)
     if data.numel() != 1 and tuple(data.shape) != tuple(state.shape[:-1]):
         raise ValueError(f"data must hold one value or have shape {tuple(state.shape[:-1])}, got {tuple(data.shape)}")
     return torch.empty_like(state)
@@ -76,16 +77,16 @@ for _spec_op in _spec.SPECS.values():
 
 # ---- race: multinomial's E / w scores, (*R, C) -> (*R, draws, C) float64; not differentiable ----
 def _check_race(weights, state, draws, need):
-    _checks.tensor(weights, "weights")
+    checks.tensor(weights, "weights")
     if weights.dtype != torch.float64 or weights.dim() < 1 or weights.shape[-1] < 1:
         raise ValueError(
             f"weights must be a float64 tensor (*R, C) with C >= 1, got {weights.dtype} {tuple(weights.shape)}"
         )
     for v, name in ((draws, "draws"), (need, "need")):
-        _checks.num(v, name)
+        checks.num(v, name)
     shape = (*weights.shape[:-1], draws, weights.shape[-1])
-    _checks.state(state, shape=shape)
-    _checks.same_device(weights, state, "weights")
+    checks.state(state, shape=shape)
+    checks.same_device(weights, state, "weights")
     return shape
 
 
@@ -103,7 +104,7 @@ def _fused_fake(spec):
     def fake(*args, **kwargs):
         args = _spec.positional(spec.fused_kernel, args, kwargs)
         state, x, *params = args
-        _step.check_take(state, 0)
+        step.check_take(state, 0)
         spec.check(x, state, *params)
         return torch.empty_like(x, dtype=_spec.out_dtype(spec.fused_kernel, args))
 
@@ -127,12 +128,12 @@ def _(info, in_dims, size, state, dtype, global_shape=None, global_start=None):
     if keys.dim() == 2:
         keys = keys.view(info.batch_size, *([1] * len(size)), 2)
     view = batched_view(info.batch_size, global_shape, global_start)
-    return ops.bits([info.batch_size, *size], keys.contiguous(), dtype, *view), 0
+    return rngx.bits([info.batch_size, *size], keys.contiguous(), dtype, *view), 0
 
 
 @torch.library.register_vmap("rngx::split")
 def _(info, in_dims, state, num):
-    return ops.split(state.movedim(in_dims[0], 0).contiguous(), num), 1
+    return rngx.split(state.movedim(in_dims[0], 0).contiguous(), num), 1
 
 
 @torch.library.register_vmap("rngx::fold_in")
@@ -140,7 +141,7 @@ def _(info, in_dims, state, data):
     state = _front(state, in_dims[0], info.batch_size).contiguous()
     data = _front(data, in_dims[1], info.batch_size)  # (N, *D), each row's D broadcasting to the row's batch
     data = data.reshape(info.batch_size, *([1] * (state.dim() - 1 - data.dim())), *data.shape[1:])
-    return ops.fold_in(state, torch.broadcast_to(data, state.shape[:-1]).contiguous()), 0
+    return rngx.fold_in(state, torch.broadcast_to(data, state.shape[:-1]).contiguous()), 0
 
 
 @torch.library.register_vmap("rngx::race")
@@ -155,4 +156,4 @@ def _(info, in_dims, weights, state, draws, need):
     else:
         keys = state.movedim(in_dims[1], 0)
         keys = keys.view(n, *([1] * (dims - 1)), 2) if keys.dim() == 2 else keys
-    return ops.race(weights, keys.contiguous(), draws, need), 0
+    return rngx.race(weights, keys.contiguous(), draws, need), 0

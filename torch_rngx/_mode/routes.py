@@ -11,12 +11,11 @@ import math
 import torch
 import torch.nn.functional as TF
 
-from . import _checks
-from . import _stateful as rr
-from ._init import trunc_normal_ as _trunc_normal_
-from ._mode_rnn import RECURRENT
-from ._router import owner_of
-from ._torch import softmax_backward_data
+from .. import stateful as rr
+from .._engine import checks
+from .._engine.router import fill_checked, owner_of
+from .._engine.torch_private import softmax_backward_data
+from .rnn import RECURRENT
 
 
 def _size(args, kwargs):
@@ -163,7 +162,7 @@ def _in_place(fill):
     def route(g, self, *args, generator=None, **kwargs):
         if generator is not None:
             return None
-        _checks.writable(self, owner_of(g), "self", torch.is_grad_enabled())  # torch's refusals, before the draw
+        checks.writable(self, owner_of(g), "self", torch.is_grad_enabled())  # torch's refusals, before the draw
         values = fill(g, self, *args, **kwargs)
         if values is None:
             return None
@@ -318,7 +317,7 @@ def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 def trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """nn.init.trunc_normal_ (which has no torch-function check, so the mode rebinds it): every value in [a, b]."""
-    return None if generator is not None else _trunc_normal_(tensor, mean, std, a, b, generator=g)
+    return None if generator is not None else fill_checked("truncated_normal", tensor, g, mean, std, a, b)
 
 
 ROUTES = {
