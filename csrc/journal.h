@@ -1,5 +1,5 @@
 /* The checkpoint journal as the C++ step sees it (csrc/library.cpp: rngx::take_). A process with Python has a
- * journal (torch_rngx/_replay.py): inside a checkpointed region every draw is recorded, and a recomputation takes
+ * journal (torch_rngx/_engine/journal.py): inside a checkpointed region every draw is recorded, and a recomputation takes
  * the recorded keys back instead of stepping again. The CPython module (csrc/module.c) sets rngx_journal_hooks when
  * torch_rngx gives it the journal; in a process without Python it stays NULL and every step is the bare one. */
 #ifndef RNGX_JOURNAL_H

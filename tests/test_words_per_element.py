@@ -1,7 +1,7 @@
 """Guarantee: blocks_used, by which a Generator advances, covers exactly the words each kernel reads, for every op
 in the registry (_spec.SPECS, the composites and bits) and every dtype it takes; randint at both of its ranges.
 
-The words per element come from the C op table (csrc/op_table.h, through _C.samplers()), so _spec cannot restate
+The words per element come from the C op table (csrc/kernels/op_table.h, through _C.samplers()), so _spec cannot restate
 them wrong; here each kernel's own outputs show how many it reads. With one key, a block (4 words) later in the
 stream moves element j's words to element j - 4 / k, k the words per element: the call at offset o + 1 gives
 element j the value the call at offset o gives element j + 4 / k, for the kernel's k and no other (normal's pairs

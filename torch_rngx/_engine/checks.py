@@ -13,7 +13,7 @@ from .torch_private import peek_interpreter_stack, view_base
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 INT_DTYPES = (torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64)
 STATE_DTYPES = (torch.int64, torch.uint64)
-MAX_DIMS = 64  # csrc/kernels/ops.h: RNGX_MAX_DIMS
+MAX_DIMS = 64  # csrc/kernels/job.h: RNGX_MAX_DIMS
 _FLOATS = frozenset(FLOAT_DTYPES)
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter, torch.nn.Buffer})  # no subclass whose storage is elsewhere
 NO_VIEW = (None, None)

@@ -2,7 +2,7 @@
 
 An Op names an rngx op drawing elementwise for one tensor argument and carries its argument check, its
 derivative and sample arguments for opcheck; its schema, the stream words one element takes and its one-call form
-come from its row in csrc/op_table.h (exported as _C.samplers()). From the two come the fake kernels and autograd
+come from its row in csrc/kernels/op_table.h (exported as _C.samplers()). From the two come the fake kernels and autograd
 kernels (_ops.py), the autograd.Functions and their vmap rule (_functions.py), the calls' routes (_router.py), the
 DTensor rules (distributed.py), blocks_used and words_per_element (functional.py) and testing.opcheck_all's
 samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim of the key) and one DTensor rule
@@ -24,7 +24,7 @@ from .torch_private import AutoDispatchBelowAutograd, argument_names, schema_arg
 
 rngx: Any = torch.ops.rngx
 
-# The op table's rows (csrc/op_table.h): each sampler's words per element by output dtype, randint's narrow range
+# The op table's rows (csrc/kernels/op_table.h): each sampler's words per element by output dtype, randint's narrow range
 # and wide words, and its one-call form; and the other ops' words.
 SAMPLERS: dict[str, dict] = {row["name"]: row for row in _C.samplers()}
 _KERNEL_WORDS: dict[str, dict] = _C.kernel_words()
@@ -76,7 +76,7 @@ class Op:
         tangent) or a Scaled (t times a factor its key and params give).
     examples: x -> param tuples (without the view) for opcheck on an input x.
     input_dtypes: the input dtypes opcheck tries (every layout of each).
-    From its row (csrc/op_table.h): words (per element, by output dtype, or by x's where words_by_input),
+    From its row (csrc/kernels/op_table.h): words (per element, by output dtype, or by x's where words_by_input),
     dtypes (those, as blocks_used takes them), narrow and wide (randint's: int64 above the range `narrow` takes
     `wide` words) and fused (the CPU small-tensor op, a Generator's step and the op in one call, if any). From its
     schema: where its parameters stand after the key (dtype_at, range_at: randint's low and high, view_at), which

@@ -3,7 +3,7 @@ stream (docs: guide/, "Any model, unchanged"; the coverage table in docs: guaran
 
 A TorchFunctionMode sees each torch call, eager and under torch.compile (which traces it), and looks the function up
 in one table built from torch itself on first use (_prepare):
-- routed (_mode_routes.ROUTES): the matching torch_rngx call with generator= the mode's;
+- routed (routes.ROUTES): the matching torch_rngx call with generator= the mode's;
 - a torch function written in Python that may draw (random_ops.may_draw: nn.MultiheadAttention's
   multi_head_attention_forward, fractional max pooling, nn.init's): run with its torch-function check compiled out
   and the mode pushed back, so the calls it makes are seen and routed, as torch wrote them;

@@ -47,7 +47,7 @@ class _DropoutNd(torch.nn.Module):
     and code that finds dropouts by type (model surgery, model.apply, libraries' helpers that set p) finds ours;
     torch's __init__ sets p and inplace, and forward, the repr and the state-dict hook are ours."""
 
-    kind: str | None = None  # the _stateful.dropout_from kind
+    kind: str | None = None  # the stateful.dropout_from kind
     rng_state: torch.Tensor  # with seed=: the module's own stream
 
     def __init__(
