@@ -2,9 +2,9 @@
 
 An Op names an rngx op drawing elementwise for one tensor argument and carries its argument check, its
 derivative and sample arguments for opcheck; its schema, the stream words one element takes and its one-call form
-come from its row in csrc/kernels/op_table.h (exported as _C.samplers()). From the two come the fake kernels and autograd
-kernels (_ops.py), the autograd.Functions and their vmap rule (_functions.py), the calls' routes (_router.py), the
-DTensor rules (distributed.py), blocks_used and words_per_element (functional.py) and testing.opcheck_all's
+come from its row in csrc/kernels/op_table.h (exported as _C.samplers()). From the two come the fake kernels and
+autograd kernels (registrations.py), the autograd.Functions and their vmap rule (functions.py), the calls' routes
+(router.py), the DTensor rules (dtensor.py), blocks_used and words_per_element (functional.py) and testing.opcheck_all's
 samples. Every op here shares one vmap rule (a vmapped dim is one more batch dim of the key) and one DTensor rule
 (this rank's block through the global view).
 """
@@ -24,8 +24,8 @@ from .torch_private import AutoDispatchBelowAutograd, argument_names, schema_arg
 
 rngx: Any = torch.ops.rngx
 
-# The op table's rows (csrc/kernels/op_table.h): each sampler's words per element by output dtype, randint's narrow range
-# and wide words, and its one-call form; and the other ops' words.
+# The op table's rows (csrc/kernels/op_table.h): each sampler's words per element by output dtype, randint's narrow
+# range and wide words, and its one-call form; and the other ops' words.
 SAMPLERS: dict[str, dict] = {row["name"]: row for row in _C.samplers()}
 _KERNEL_WORDS: dict[str, dict] = _C.kernel_words()
 
