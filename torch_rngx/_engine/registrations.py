@@ -1,9 +1,9 @@
 """The rngx ops' Python registrations: fake kernels, autograd kernels and vmap rules.
 
-The schemas live in csrc/kernels/op_table.h (loading the shared library alone defines the ops); the CPU kernels are
-C (csrc/kernels) behind stable-ABI glue (csrc/impl_cpu.cpp). Every op is a pure function of its inputs: the stream
-position comes in as an explicit `state` tensor of [seed, offset] keys (int64 or uint64, offset in Philox blocks; shape (2,)
-or batched (*B, 2)), so eager, compiled and exported code compute the same bits. A Generator's step (take_, step_)
+The schemas live in csrc/kernels/op_table.h (loading the shared library alone defines the ops); the CPU kernels are C
+(csrc/kernels) behind stable-ABI glue (csrc/impl_cpu.cpp). Every op is a pure function of its inputs: the stream
+position comes in as an explicit `state` tensor of [seed, offset] keys (int64 or uint64, offset in Philox blocks; shape
+(2,) or batched (*B, 2)), so eager, compiled and exported code compute the same bits. A Generator's step (take_, step_)
 and seed_state, the one op that draws from torch's generator, are registered in step.py.
 
 Autograd: the two differentiable samplers (derivative "identity" or "self") have a Python kernel that makes their
