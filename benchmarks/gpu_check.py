@@ -156,7 +156,7 @@ FLOAT_OPS = {  # name -> fn(x, state)
     # issue 43's ops: mean and std read from x (a second input through each walk), the closed forms, the affines
     "normal, tensor mean and std": lambda x, st: F.normal(x, st, x, x.abs()),
     "alpha_dropout": lambda x, st: F.alpha_dropout(x, st, 0.3),
-    "feature_alpha_dropout": lambda x, st: F.feature_alpha_dropout(x, st, 0.3),
+    "feature_alpha_dropout": lambda x, st: F.feature_alpha_dropout(x if x.dim() >= 2 else x.view(1, -1), st, 0.3),
     "rrelu": lambda x, st: F.rrelu(x, st, 0.125, 1 / 3),
     "cauchy": lambda x, st: F.cauchy(x, st, 0.5, 2.0),
     "log_normal": lambda x, st: F.log_normal(x, st, 0.25, 1.5),
