@@ -124,11 +124,14 @@ def pieces(rounds=9, number=2000):
         "np.random.seed, 32 bits (per sample)": lambda: np.random.seed(603562097),
         "torch.randn(64)": lambda: torch.randn(64),
         "torch.randn(64) routed, mode entered and left": routed,
-        "torch_rngx.data.sample_keys(seed, epoch, index), alone (the loader: one fold_in and split a batch)": (
-            lambda: torch_rngx.data.sample_keys(0, 0, 17)),
+        "torch_rngx.data.sample_keys(seed, epoch, index), alone": lambda: torch_rngx.data.sample_keys(0, 0, 17),
+        "the loader's keys of a batch of one (one call derives a batch's)": (
+            lambda: torch_rngx.data._sample_keys((5, 0), [17])),
         "torch's generator saved and restored (per batch, main process)": lambda: torch.default_generator.set_state(
             torch.default_generator.get_state()),
-        "random's saved and restored (per batch, main process)": lambda: random.setstate(random.getstate()),
+        "random's saved and restored: getstate, setstate": lambda: random.setstate(random.getstate()),
+        "random's saved and restored: the loader's copy of its words (per batch, main process)": (
+            lambda: torch_rngx.data._PythonState().restore()),
         "NumPy's saved and restored: get_state, set_state": lambda: np.random.set_state(np.random.get_state()),
         "NumPy's saved and restored: the loader's copy of its words (per batch, main process)": (
             lambda: torch_rngx.data._NumpyState().restore()),

@@ -2,7 +2,8 @@
  * table's rows (kernels/op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call
  * form; the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
  * set_journal, which hands the C++ step the checkpoint journal (journal.h); and steps_made and give_back, through
- * which a call that raises gives back the blocks its steps took (steps.h).
+ * which a call that raises gives back the blocks its steps took (steps.h); and fold_in_split, the data loader's keys
+ * of a batch without tensors.
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "journal.h"
+#include "kernels/kernels.h"
 #include "kernels/op_table.h"
 #include "kernels/simd.h"
 #include "steps.h"
@@ -237,6 +239,41 @@ static PyObject *give_back(PyObject *self, PyObject *args) {
   return out;
 }
 
+/* ---- key derivation without tensors ---- */
+
+/* fold_in_split(seed, offset, data, num) -> bytearray: for each d of data (ints in [0, 2^64), fold_in's int64 bits),
+ * the num keys of split(fold_in((seed, offset), d), num), in split's order (key i of d b at (i * n + b) * 2), each
+ * key's two int64 words in this machine's order. The loader's keys of a batch of samples (torch_rngx/data.py) with
+ * the ops' own derivation, in one call where four tensor ops and a tensor made from a list took 20 µs for one. */
+static PyObject *fold_in_split(PyObject *self, PyObject *args) {
+  long long seed, offset;
+  PyObject *data;
+  int num;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "LLOi", &seed, &offset, &data, &num)) return NULL;
+  const Py_ssize_t n = PySequence_Size(data);
+  if (n < 0) return NULL;
+  const int64_t k = num > 0 ? num : 0;
+  int64_t *words = PyMem_Malloc(sizeof(int64_t) * (size_t)(5 * n + 1));
+  if (words == NULL) return PyErr_NoMemory();
+  int64_t *keys = words, *folded = words + 2 * n, *indices = words + 4 * n;
+  for (Py_ssize_t b = 0; b < n; ++b) {
+    PyObject *item = PySequence_GetItem(data, b);
+    const unsigned long long d = item == NULL ? 0 : PyLong_AsUnsignedLongLong(item);
+    Py_XDECREF(item);
+    if (PyErr_Occurred() != NULL) {
+      PyMem_Free(words);
+      return NULL;
+    }
+    keys[2 * b] = seed, keys[2 * b + 1] = offset, indices[b] = (int64_t)d;
+  }
+  rngx_fold_in(keys, n, indices, 1, folded);
+  PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(int64_t) * 2 * k * n));
+  if (out != NULL) rngx_split(folded, n, k, (int64_t *)PyByteArray_AsString(out));
+  PyMem_Free(words);
+  return out;
+}
+
 static PyMethodDef methods[] = {
     {"samplers", samplers, METH_NOARGS,
      "samplers() -> list[dict]: the op table's samplers (csrc/kernels/op_table.h): name, first ('like' or 'x'), dtype "
@@ -260,6 +297,9 @@ static PyMethodDef methods[] = {
      "give_back(since, state_ptr) -> list[(seed, offset, blocks)]: gives back, newest first, this thread's steps after "
      "its first `since` of the live CPU state at data pointer state_ptr, each while the state stands where it left "
      "it (csrc/steps.h); returns those given back."},
+    {"fold_in_split", fold_in_split, METH_VARARGS,
+     "fold_in_split(seed, offset, data, num) -> bytearray: for each d of data (ints in [0, 2^64)), the num keys of "
+     "split(fold_in((seed, offset), d), num) as the ops derive them, in split's order, two native int64 words each."},
     {NULL, NULL, 0, NULL},
 };
 

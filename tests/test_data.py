@@ -15,6 +15,7 @@ from torch.utils.data import Dataset, DistributedSampler, IterableDataset, Seque
 import data_training
 import reference as ref
 import torch_rngx
+import torch_rngx.functional as rf
 from torch_rngx.data import DataLoader, sample_keys
 
 pytestmark = [
@@ -135,6 +136,38 @@ def test_the_main_processs_numpy_state_is_restored_whole(before):
         assert _equal_states(now, state)
     finally:
         np.random.set_bit_generator(original)
+
+
+@pytest.mark.parametrize("before", ["nothing cached", "a gauss cached", "the layout check failed"])
+def test_the_main_processs_python_state_is_restored_whole(before, monkeypatch):
+    """The loader copies the Mersenne Twister of Python's random whole instead of random.getstate(); the normal that
+    random.gauss caches comes back too, and where the object's layout is not CPython's (the check found nothing), the
+    loader falls back to getstate and setstate."""
+    if before == "the layout check failed":
+        monkeypatch.setattr(torch_rngx.data._PythonState, "_address", 0)
+    else:
+        assert torch_rngx.data._PythonState()._address, "the layout check found CPython's RandomObject"
+    random.seed(5)
+    if before == "a gauss cached":
+        random.gauss(0.0, 1.0)  # draws two, keeps one
+    state = random.getstate()
+    list(_loader(batch_size=1))
+    assert random.getstate() == state
+    assert random.random() == (random.setstate(state), random.random())[1]
+
+
+def test_the_loaders_keys_are_the_ops_keys():
+    """The loader derives a batch's keys in one C call (fold_in_split): the same words as rf.fold_in and rf.split,
+    for indices up to 2^64 - 1."""
+    root = rf.key(11)
+    indices = [0, 1, 17, (1 << 63) - 1, 1 << 63, (1 << 64) - 1]
+    got = torch_rngx.data._sample_keys(root.tolist(), indices)
+    data = torch.tensor([i - (1 << 64) if i >= 1 << 63 else i for i in indices])
+    stream, seeds = rf.split(rf.fold_in(root.expand(len(indices), 2).contiguous(), data), 2)
+    for i, keys in enumerate(got):
+        assert torch.equal(keys.key, stream[i])
+        low, high = (w % (1 << 64) for w in seeds[i].tolist())
+        assert (keys.python_seed, keys.numpy_seed, keys.torch_seed) == (low, high & 0xFFFFFFFF, high >> 32)
 
 
 FORKED = [

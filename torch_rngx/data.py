@@ -23,6 +23,8 @@ import ctypes
 import itertools
 import operator
 import random
+import struct
+import sys
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import torch
@@ -31,6 +33,7 @@ from torch import Tensor
 from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
 
 from ._engine import checks, reuse
+from ._engine.library import C
 from ._engine.random_ops import drawing_from_torch
 from ._engine.spec import rngx
 from ._engine.torch_private import batches_yielded, build_dataloader_iterator, function_modes_set_aside
@@ -91,13 +94,16 @@ class SampleKeys(NamedTuple):
     numpy_seed: int
 
 
-def _sample_keys(samples: Tensor, indices: Sequence[int]) -> list[SampleKeys]:
-    """The keys of `indices` below an epoch's samples key: one fold_in and one split for them all."""
-    nodes = rngx.fold_in(samples.expand(len(indices), 2).contiguous(), _data(indices))
-    stream, seeds = rngx.split(nodes, 2)
+def _sample_keys(samples: Sequence[int], indices: Sequence[int]) -> list[SampleKeys]:
+    """The keys of `indices` below an epoch's samples key (its two words), in one call of the ops' derivation; the
+    samples' stream keys are the rows of one tensor on the call's words."""
+    n = len(indices)
+    words = C.fold_in_split(*samples, indices, 2)  # split's order: the n stream keys, then the n keys read as seeds
+    keys = torch.frombuffer(words, dtype=torch.int64, count=2 * n).view(n, 2).unbind()
+    seeds = memoryview(words).cast("q").tolist()
     return [
         SampleKeys(key, (high % _U64) >> 32, low % _U64, high & _LOW32)
-        for key, (low, high) in zip(stream, seeds.tolist())
+        for key, low, high in zip(keys, seeds[2 * n :: 2], seeds[2 * n + 1 :: 2])
     ]
 
 
@@ -124,7 +130,7 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
     root = key(seed)
     checks.fold_data(epoch, root, "epoch")
     checks.fold_data(index, root, "index")
-    found = _sample_keys(_epoch_child(root, epoch, _SAMPLES), [index])[0]
+    found = _sample_keys(_epoch_child(root, epoch, _SAMPLES).tolist(), [index])[0]
     return SampleKeys(found.key.clone(), *found[1:])  # a key of its own, not a view of the batch's
 
 
@@ -183,7 +189,7 @@ class _Scoped(Dataset):
 
     def __init__(self, dataset: Any, root: Tensor) -> None:
         self.dataset, self.root = dataset, root
-        self._samples: Optional[tuple[int, Tensor]] = None  # (epoch, its samples key), per process
+        self._samples: Optional[tuple[int, list[int]]] = None  # (epoch, its samples key's words), per process
 
     def __getitem__(self, tagged: tuple[int, int]) -> Any:
         return self.__getitems__([tagged])[0]
@@ -197,24 +203,25 @@ class _Scoped(Dataset):
         with function_modes_set_aside():
             epoch = tagged[0][0]
             if self._samples is None or self._samples[0] != epoch:
-                self._samples = (epoch, _epoch_child(self.root, epoch, _SAMPLES))
+                self._samples = (epoch, _epoch_child(self.root, epoch, _SAMPLES).tolist())
             indices = [i for _, i in tagged]
             keys = _sample_keys(self._samples[1], indices)
-            streams = [_stream(k.key) for k in keys]  # made before the mode, which every tensor access would meet
+            # made before the mode, which every tensor access would meet; moved onto each sample's key in turn
+            stream = _stream(*(k.key for k in keys))
             saved = None if get_worker_info() is not None else _Saved()  # a worker process is the loader's own
             try:
-                with mode(uncovered="ignore") as scope:
-                    return [self._read(scope, *sample) for sample in zip(indices, keys, streams)]
+                with mode(generator=stream, uncovered="ignore"):
+                    return [self._read(stream, index, k) for index, k in zip(indices, keys)]
             finally:
                 if saved is not None:
                     saved.restore()
 
-    def _read(self, scope: mode, index: int, keys: SampleKeys, stream: Generator) -> Any:
+    def _read(self, stream: Generator, index: int, keys: SampleKeys) -> Any:
         torch.default_generator.manual_seed(keys.torch_seed)
         random.seed(keys.python_seed)
         if numpy is not None:
             numpy.random.seed(keys.numpy_seed)
-        scope.generator = stream
+        stream.state = keys.key
         return self.dataset[index]
 
 
@@ -233,11 +240,12 @@ class _Collate:
             return self.collate_fn(batch)
 
 
-def _stream(state: Tensor) -> Generator:
-    """A Generator on `state`, a key of the loader's: the same sample (or epoch) read again draws the same words on
-    purpose, so the key-reuse checker starts its stream anew."""
+def _stream(state: Tensor, *more: Tensor) -> Generator:
+    """A Generator on `state`, a key of the loader's, to be moved onto the keys `more` in turn: the same sample (or
+    epoch) read again draws the same words on purpose, so the key-reuse checker starts their streams anew."""
     if reuse.active is not None:
-        reuse.active.forget(state[0])
+        for key in (state, *more):
+            reuse.active.forget(key[0])
     return Generator.on(state)
 
 
@@ -273,17 +281,53 @@ class _NumpyState:
             numpy.random.set_state(("MT19937", key, pos, 1, self.cached_normal))
 
 
+class _PythonState:
+    """Python's global generator (random's module functions are methods of random._inst), saved and restored by
+    copying its Mersenne Twister position and words whole from the object (CPython's RandomObject: after the object's
+    header, `int index; uint32_t state[624]`), about 1 µs each way: random.getstate() and setstate() build and read a
+    tuple of 625 ints (15 µs here, most of what saving a batch's generators cost). The layout is checked against
+    getstate() once per process; where it differs, or where threads run without the GIL, getstate and setstate."""
+
+    _BYTES = 4 + 624 * 4
+    _address: Optional[int] = None  # of random._inst's index and words, where the check found them; 0 where not
+
+    def __init__(self) -> None:
+        if _PythonState._address is None:
+            _PythonState._address = self._find()
+        self.gauss_next = random._inst.gauss_next  # type: ignore[attr-defined]  # random.gauss's cached normal
+        if self._address:
+            self.words = ctypes.string_at(self._address, self._BYTES)
+        else:
+            self.state = random.getstate()
+
+    @classmethod
+    def _find(cls) -> int:
+        if not getattr(sys, "_is_gil_enabled", lambda: True)():
+            return 0
+        address = id(random._inst) + object.__basicsize__
+        version, words, _ = random.getstate()
+        found = struct.unpack("=i624I", ctypes.string_at(address, cls._BYTES))
+        return address if version == 3 and found[0] == words[-1] and found[1:] == words[:-1] else 0
+
+    def restore(self) -> None:
+        if self._address:
+            ctypes.memmove(self._address, self.words, self._BYTES)
+            random._inst.gauss_next = self.gauss_next  # type: ignore[attr-defined]
+        else:
+            random.setstate(self.state)
+
+
 class _Saved:
     """The main process's generators that a scope seeds: torch's default (CPU) one, Python's and NumPy's."""
 
     def __init__(self) -> None:
         self.torch_state = torch.default_generator.get_state()
-        self.python_state = random.getstate()
+        self.python_state = _PythonState()
         self.numpy_state = _NumpyState() if numpy is not None else None
 
     def restore(self) -> None:
         torch.default_generator.set_state(self.torch_state)
-        random.setstate(self.python_state)
+        self.python_state.restore()
         if self.numpy_state is not None:
             self.numpy_state.restore()
 

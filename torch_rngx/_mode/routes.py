@@ -13,7 +13,7 @@ import torch.nn.functional as TF
 
 from .. import stateful as rr
 from .._engine import checks
-from .._engine.router import fill_checked, owner_of
+from .._engine.router import draw, fill_checked, owner_of
 from .._engine.torch_private import softmax_backward_data
 from .rnn import RECURRENT
 
@@ -76,27 +76,45 @@ def _sampler(sampler, complex_fill):
     return draw
 
 
-def _creation(sampler):
+# The parameters of torch.rand's and torch.randn's draws (uniform on [0, 1), the standard normal) as the ops' checks
+# give them, for the routes' direct path.
+_DEFAULTS = {
+    "uniform": checks.like_interval(torch.empty(0), checks.LATER, 0.0, 1.0, None),
+    "normal": checks.like_mean_std(torch.empty(0), checks.LATER, 0.0, 1.0, None),
+}
+
+
+def _drawn(kind, sampler, like, g, requires_grad):
+    """sampler(like, generator=g); a tensor of ours in a float dtype of the ops that needs no gradient (what
+    torch.rand(n) and torch.randn(n) make, and most *_like calls) goes to the draw itself, as the public function
+    would after its checks: a routed call's every frame counts in a DataLoader's per-sample cost."""
+    if not requires_grad and type(like) is torch.Tensor and like.dtype in _FLOATS and like.layout == torch.strided:
+        return draw(kind, like, g, *_DEFAULTS[kind])
+    return _created(sampler(like, generator=g), requires_grad)
+
+
+def _creation(kind, sampler):
     def route(g, *args, **kwargs):
-        if not _plain(kwargs):
+        if kwargs and not _plain(kwargs):
             return None
         size = _size(args, kwargs)
-        return _created(sampler(_new(size, kwargs), generator=g), kwargs.get("requires_grad", False))
+        return _drawn(kind, sampler, _new(size, kwargs), g, kwargs.get("requires_grad", False))
 
     return route
 
 
-def _like_route(sampler):
+def _like_route(kind, sampler):
     def route(g, input, **kwargs):
-        if not _plain(kwargs):
+        if kwargs and not _plain(kwargs):
             return None
-        return _created(sampler(_like(input, kwargs), generator=g), kwargs.get("requires_grad", False))
+        return _drawn(kind, sampler, _like(input, kwargs), g, kwargs.get("requires_grad", False))
 
     return route
 
 
 _UNIFORM = _sampler(rr.uniform_like, _complex(rr.uniform_like, scale=False))
 _NORMAL = _sampler(rr.normal_like, _complex(rr.normal_like, scale=True))
+_FLOATS = frozenset(checks.FLOAT_DTYPES)
 
 
 def _randint(g, *args, **kwargs):
@@ -321,11 +339,11 @@ def trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 ROUTES = {
-    torch.rand: _creation(_UNIFORM),
-    torch.randn: _creation(_NORMAL),
+    torch.rand: _creation("uniform", _UNIFORM),
+    torch.randn: _creation("normal", _NORMAL),
     torch.randint: _randint,
-    torch.rand_like: _like_route(_UNIFORM),
-    torch.randn_like: _like_route(_NORMAL),
+    torch.rand_like: _like_route("uniform", _UNIFORM),
+    torch.randn_like: _like_route("normal", _NORMAL),
     torch.randint_like: _randint_like,
     torch.normal: _normal,
     torch.bernoulli: _bernoulli,
