@@ -40,6 +40,8 @@ def _created(out, requires_grad):
 
 
 def _new(size, kwargs):
+    if not kwargs:  # torch.empty parses keywords at a cost of its own
+        return torch.empty(size)
     return torch.empty(size, dtype=kwargs.get("dtype") or torch.get_default_dtype(), device=kwargs.get("device"))
 
 
