@@ -54,7 +54,7 @@ def test_needs_marker_skips_and_names_what_is_missing():
 def test_torchrun_marker_runs_ranks():
     block = docs_check.blocks_of(PAGE, "page.md")[2]
     assert docs_check.command(block, "s.py")[1:] == ["-m", "torch.distributed.run", "--standalone",
-                                                      "--nproc-per-node=3", "s.py"]
+                                                      "--nproc-per-node=3", str(docs_check._RANK), "s.py"]
     assert docs_check.command(docs_check.blocks_of(PAGE, "page.md")[0], "s.py")[1:] == ["s.py"]
 
 

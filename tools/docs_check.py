@@ -5,8 +5,8 @@ A block's first line may say what it needs; the reader sees the same line:
     # needs: cuda                     skipped (by name) without a GPU
     # needs: torch>=2.14, compressai  skipped unless torch is at least that version and the modules import
     # torchrun --nproc-per-node=2     run as that many ranks by torch's launcher (each rank sets up its own
-                                      process group, e.g. gloo on the CPU; the interpreter's teardown after it
-                                      is skipped, see _RANK)
+                                      process group, e.g. gloo on the CPU; each rank leaves without the
+                                      interpreter's teardown: tools/docs_rank.py)
 Every other block runs as written, in a temporary folder. Blocks never import torch_rngx.functional under any
 alias but `rf` (readers take `F` for torch.nn.functional).
 
@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ALIAS = "rf"
 TIMEOUT_S = 600
+_RANK = ROOT / "tools" / "docs_rank.py"
 _FENCE = re.compile(r"^```python\s*$")
 _NEEDS = re.compile(r"^#\s*needs:\s*(.+)$")
 _TORCHRUN = re.compile(r"^#\s*torchrun\s+--nproc-per-node[= ](\d+)\s*$")
@@ -99,28 +100,14 @@ def lint(block):
     return None
 
 
-# Each rank of a torchrun block runs the block as written, then leaves without the interpreter's teardown: after a
-# gloo run, torch's C++ teardown aborts now and then ("terminate called without an active exception": once in CI's
-# docs check of docs/distributed.md's DDP block, torch 2.13.0, after the rank had run the whole block and destroyed
-# its process group; in about one make dist run in ten before tests/data_worker.py skipped it too, as
-# tests/distributed_worker.py does). A block that raises still fails.
-_RANK = """import os, runpy, sys
-runpy.run_path(sys.argv[1], run_name="__main__")
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
-"""
-
-
 def command(block, script):
-    """How to run the block's script: plain Python, or torchrun's ranks."""
+    """How to run the block's script: plain Python, or torchrun's ranks, each through tools/docs_rank.py (the block
+    as written, then the rank's exit without the interpreter's teardown: that file says why)."""
     match = _TORCHRUN.match(block.first_line)
     if match is None:
         return [sys.executable, str(script)]
-    rank = script.with_name("rank.py")
-    rank.write_text(_RANK)
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={match.group(1)}",
-            str(rank), str(script)]
+            str(_RANK), str(script)]
 
 
 def run(block):

@@ -24,7 +24,7 @@ import itertools
 import operator
 import random
 import struct
-import sys
+import sysconfig
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import torch
@@ -53,6 +53,8 @@ _LOW32 = (1 << 32) - 1
 # fold_in data below an epoch's key: its order, its samples' keys and torch's worker seeds
 # (docs: stream/, "Data: keys").
 _ORDER, _SAMPLES, _WORKERS = 0, 1, 2
+# the instance behind random's module functions (random.seed, random.random, ...)
+_GLOBAL_RANDOM: random.Random = random.random.__self__  # type: ignore[attr-defined]
 
 
 def __dir__():
@@ -282,19 +284,19 @@ class _NumpyState:
 
 
 class _PythonState:
-    """Python's global generator (random's module functions are methods of random._inst), saved and restored by
+    """Python's global generator (the instance random's module functions are methods of), saved and restored by
     copying its Mersenne Twister position and words whole from the object (CPython's RandomObject: after the object's
     header, `int index; uint32_t state[624]`), about 1 µs each way: random.getstate() and setstate() build and read a
     tuple of 625 ints (15 µs here, most of what saving a batch's generators cost). The layout is checked against
-    getstate() once per process; where it differs, or where threads run without the GIL, getstate and setstate."""
+    getstate() once per process; where it differs, or in a free-threaded build, getstate and setstate."""
 
     _BYTES = 4 + 624 * 4
-    _address: Optional[int] = None  # of random._inst's index and words, where the check found them; 0 where not
+    _address: Optional[int] = None  # of the instance's index and words, where the check found them; 0 where not
 
     def __init__(self) -> None:
         if _PythonState._address is None:
             _PythonState._address = self._find()
-        self.gauss_next = random._inst.gauss_next  # type: ignore[attr-defined]  # random.gauss's cached normal
+        self.gauss_next = _GLOBAL_RANDOM.gauss_next  # type: ignore[attr-defined]  # random.gauss's cached normal
         if self._address:
             self.words = ctypes.string_at(self._address, self._BYTES)
         else:
@@ -302,9 +304,9 @@ class _PythonState:
 
     @classmethod
     def _find(cls) -> int:
-        if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        if sysconfig.get_config_var("Py_GIL_DISABLED"):  # another thread may draw while the words are copied
             return 0
-        address = id(random._inst) + object.__basicsize__
+        address = id(_GLOBAL_RANDOM) + object.__basicsize__
         version, words, _ = random.getstate()
         found = struct.unpack("=i624I", ctypes.string_at(address, cls._BYTES))
         return address if version == 3 and found[0] == words[-1] and found[1:] == words[:-1] else 0
@@ -312,7 +314,7 @@ class _PythonState:
     def restore(self) -> None:
         if self._address:
             ctypes.memmove(self._address, self.words, self._BYTES)
-            random._inst.gauss_next = self.gauss_next  # type: ignore[attr-defined]
+            _GLOBAL_RANDOM.gauss_next = self.gauss_next  # type: ignore[attr-defined]
         else:
             random.setstate(self.state)
 
