@@ -175,3 +175,22 @@ def test_routed_normal_with_tensors_is_torchs_arithmetic_in_one_op():
     with torch_rngx.mode(seed=1):
         assert torch.normal(m, s.double()).dtype == torch.bfloat16  # torch's rule: mean's dtype
         assert torch.normal(1.0, s).dtype == torch.bfloat16
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_the_direct_rand_routes_check_like_as_the_public_functions_do():
+    """torch.rand/randn and their _like forms go from the route to the draw for a plain real tensor, after the
+    public function's own check of it: an integer dtype and a nested tensor raise what rand_like/randn_like raise."""
+    nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    with torch_rngx.mode(seed=0, uncovered="ignore"):
+        for call, public in [
+            (lambda: torch.randn(3, dtype=torch.int64), lambda: torch_rngx.randn_like(torch.empty(3, dtype=torch.int64))),
+            (lambda: torch.rand_like(torch.zeros(2, dtype=torch.int32)),
+             lambda: torch_rngx.rand_like(torch.zeros(2, dtype=torch.int32))),
+            (lambda: torch.rand_like(nested), lambda: torch_rngx.rand_like(nested)),
+        ]:
+            with pytest.raises(Exception) as routed:
+                call()
+            with pytest.raises(Exception) as direct:
+                public()
+            assert type(routed.value) is type(direct.value) and str(routed.value) == str(direct.value)

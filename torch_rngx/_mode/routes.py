@@ -87,10 +87,11 @@ _DEFAULTS = {
 
 
 def _drawn(kind, sampler, like, g, requires_grad):
-    """sampler(like, generator=g); a tensor of ours in a float dtype of the ops that needs no gradient (what
-    torch.rand(n) and torch.randn(n) make, and most *_like calls) goes to the draw itself, as the public function
-    would after its checks: a routed call's every frame counts in a DataLoader's per-sample cost."""
-    if not requires_grad and type(like) is torch.Tensor and like.dtype in _FLOATS and like.layout == torch.strided:
+    """sampler(like, generator=g); a plain real tensor that needs no gradient (what torch.rand(n) and torch.randn(n)
+    make, and most *_like calls) passes the public function's own check of `like` and goes to the draw itself: a
+    routed call's every frame counts in a DataLoader's per-sample cost."""
+    if not requires_grad and type(like) is torch.Tensor and not like.dtype.is_complex:
+        checks.float_like(like, checks.LATER, name="x")
         return draw(kind, like, g, *_DEFAULTS[kind])
     return _created(sampler(like, generator=g), requires_grad)
 
@@ -116,7 +117,6 @@ def _like_route(kind, sampler):
 
 _UNIFORM = _sampler(rr.uniform_like, _complex(rr.uniform_like, scale=False))
 _NORMAL = _sampler(rr.normal_like, _complex(rr.normal_like, scale=True))
-_FLOATS = frozenset(checks.FLOAT_DTYPES)
 
 
 def _randint(g, *args, **kwargs):
