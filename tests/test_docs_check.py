@@ -69,3 +69,12 @@ def test_alias_other_than_rf_fails():
     status, _, detail = docs_check.run(block)
     assert status == "FAIL" and "import torch_rngx.functional as rf" in detail
     assert docs_check.lint(docs_check.Block("p.md", 1, "import torch_rngx.functional as rf\n")) is None
+
+
+def test_a_torchrun_rank_that_raises_fails_the_block():
+    """Each rank runs through tools/docs_rank.py, which skips the interpreter's teardown once the block has run: a
+    block that raises must still fail, and one that ends must pass."""
+    raising = docs_check.Block("p.md", 1, "# torchrun --nproc-per-node=1\nraise SystemExit('rank broke')\n")
+    status, _, detail = docs_check.run(raising)
+    assert status == "FAIL" and "rank broke" in detail
+    assert docs_check.run(docs_check.Block("p.md", 1, "# torchrun --nproc-per-node=1\nimport sys\n"))[0] == "PASS"
