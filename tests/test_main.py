@@ -63,6 +63,22 @@ def test_python_m_torch_rngx_json_passes(tmp_path):
     assert names[-1].startswith("torch.compile == eager")
 
 
+NO_NUMPY = """
+import sys
+sys.modules["numpy"] = None  # torch then has no NumPy: torch 2.13.0's CPU wheel does not install it
+import torch_rngx.__main__ as m
+m._compiled_differs = lambda: []  # this test is about the known answers
+sys.exit(m.main([]))
+"""
+
+
+def test_the_self_check_passes_without_numpy(tmp_path):
+    """torch's wheels do not depend on NumPy, so a user's venv may lack it: the self-check must not need it."""
+    run = subprocess.run([sys.executable, "-c", NO_NUMPY], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "FAIL" not in run.stdout
+
+
 BREAK = """
 import sys
 import torch_rngx.__main__ as m

@@ -104,7 +104,7 @@ def bits_of(t: torch.Tensor) -> str:
     """A tensor's values as their bit patterns in hex, row-major, or for the long draw the SHA-256 of its bytes."""
     flat = t.detach().contiguous().view(-1).view(_INT_OF_WIDTH[t.element_size()]).cpu()
     if flat.numel() > 16:
-        return "sha256:" + hashlib.sha256(flat.numpy().tobytes()).hexdigest()
+        return "sha256:" + hashlib.sha256(bytes(flat.clone().untyped_storage())).hexdigest()  # no NumPy needed
     width = 8 * t.element_size()
     return " ".join(f"{int(v) % (1 << width):0{width // 4}x}" for v in flat.tolist())
 
