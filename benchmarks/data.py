@@ -111,6 +111,7 @@ def pieces(rounds=9, number=2000):
 
     import numpy as np
 
+    seed_python = torch_rngx.data._PythonState.seed
     g = torch_rngx.Generator(0)
     state = {"torch": torch.default_generator.get_state(), "python": random.getstate(), "numpy": np.random.get_state()}
 
@@ -120,7 +121,8 @@ def pieces(rounds=9, number=2000):
 
     calls = {
         "torch.default_generator.manual_seed (per sample)": lambda: torch.default_generator.manual_seed(2132911612),
-        "random.seed, 64 bits (per sample)": lambda: random.seed(12951537266777458841),
+        "random.seed, 64 bits": lambda: random.seed(12951537266777458841),
+        "random.seed's state written in place, the loader's (per sample)": lambda: seed_python(12951537266777458841),
         "np.random.seed, 32 bits (per sample)": lambda: np.random.seed(603562097),
         "torch.randn(64)": lambda: torch.randn(64),
         "torch.randn(64) routed, mode entered and left": routed,

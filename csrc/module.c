@@ -2,13 +2,14 @@
  * table's rows (kernels/op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call
  * form; the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
  * set_journal, which hands the C++ step the checkpoint journal (journal.h); and steps_made and give_back, through
- * which a call that raises gives back the blocks its steps took (steps.h); and fold_in_split, the data loader's keys
- * of a batch without tensors.
+ * which a call that raises gives back the blocks its steps took (steps.h); and fold_in_split and mt_seed, the data
+ * loader's keys of a batch without tensors and its seeding of Python's random in place.
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "journal.h"
 #include "kernels/kernels.h"
@@ -274,6 +275,49 @@ static PyObject *fold_in_split(PyObject *self, PyObject *args) {
   return out;
 }
 
+/* ---- Python's random, seeded in place ---- */
+
+/* mt_seed(random, offset, seed): what random.seed(seed) does to a random.Random's Mersenne Twister for an int seed in
+ * [0, 2^64), written into the object at `offset` bytes (CPython's RandomObject: `int index; uint32_t state[624]`,
+ * found and checked against getstate() by torch_rngx/data.py, which also clears gauss_next as random.seed does).
+ * The state is MT19937's init_by_array of the seed's 32-bit words, least significant first, as many as its bits
+ * need (at least one), after init_genrand(19650218); the index is 624. random.seed took 6-7 µs a sample of the data
+ * loader's, mostly in its Python frames and the int's conversion; this takes about 1. */
+enum { MT_N = 624 };
+
+static PyObject *mt_seed(PyObject *self, PyObject *args) {
+  PyObject *random;
+  Py_ssize_t offset;
+  unsigned long long seed;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "OnK", &random, &offset, &seed)) return NULL;
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  const size_t used = key[1] != 0 ? 2 : 1;
+  static uint32_t start[MT_N]; /* init_genrand(19650218), the same for every seed: made once */
+  if (start[MT_N - 1] == 0) {
+    uint32_t s = 19650218u;
+    for (uint32_t i = 0; i < MT_N; ++i) start[i] = s, s = 1812433253u * (s ^ (s >> 30)) + i + 1;
+  }
+  uint32_t mt[MT_N];
+  memcpy(mt, start, sizeof mt);
+  size_t i = 1, j = 0;
+  for (size_t k = MT_N; k > 0; --k) {
+    mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + (uint32_t)j;
+    if (++i >= MT_N) mt[0] = mt[MT_N - 1], i = 1;
+    if (++j >= used) j = 0;
+  }
+  for (size_t k = MT_N - 1; k > 0; --k) {
+    mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - (uint32_t)i;
+    if (++i >= MT_N) mt[0] = mt[MT_N - 1], i = 1;
+  }
+  mt[0] = 0x80000000u;
+  char *at = (char *)random + offset;
+  const int index = MT_N;
+  memcpy(at, &index, sizeof index);
+  memcpy(at + sizeof index, mt, sizeof mt);
+  return none();
+}
+
 static PyMethodDef methods[] = {
     {"samplers", samplers, METH_NOARGS,
      "samplers() -> list[dict]: the op table's samplers (csrc/kernels/op_table.h): name, first ('like' or 'x'), dtype "
@@ -300,6 +344,9 @@ static PyMethodDef methods[] = {
     {"fold_in_split", fold_in_split, METH_VARARGS,
      "fold_in_split(seed, offset, data, num) -> bytearray: for each d of data (ints in [0, 2^64)), the num keys of "
      "split(fold_in((seed, offset), d), num) as the ops derive them, in split's order, two native int64 words each."},
+    {"mt_seed", mt_seed, METH_VARARGS,
+     "mt_seed(random, offset, seed): random.seed(seed)'s Mersenne Twister state for an int seed in [0, 2^64), written "
+     "into the random.Random `random` at `offset` (its index and words; gauss_next is the caller's to clear)."},
     {NULL, NULL, 0, NULL},
 };
 

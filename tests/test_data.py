@@ -156,6 +156,26 @@ def test_the_main_processs_python_state_is_restored_whole(before, monkeypatch):
     assert random.random() == (random.setstate(state), random.random())[1]
 
 
+@pytest.mark.parametrize("layout", ["found", "the layout check failed"])
+def test_python_is_seeded_as_random_seed_seeds_it(layout, monkeypatch):
+    """The loader seeds Python's random by writing random.seed's Mersenne Twister state in place (_C.mt_seed): the
+    state, the next draws and the dropped gauss cache are random.seed's, for seeds of one and two 32-bit words and at
+    the ends of [0, 2^64); where the layout check found nothing, it calls random.seed."""
+    if layout == "found":
+        assert torch_rngx.data._PythonState._find(), "the layout check found CPython's RandomObject"
+    else:
+        monkeypatch.setattr(torch_rngx.data._PythonState, "_address", 0)
+    seeds = [0, 1, 5, (1 << 31), (1 << 32) - 1, 1 << 32, (1 << 33) + 7, 1 << 63, (1 << 64) - 1]
+    seeds += [random.Random(i).getrandbits(64) for i in range(20)]
+    for seed in seeds:
+        random.seed(seed)
+        want = random.getstate(), random.random(), random.gauss(0.0, 1.0)
+        while random.random.__self__.gauss_next is None:  # a normal cached, which seeding drops
+            random.gauss(0.0, 1.0)
+        torch_rngx.data._PythonState.seed(seed)
+        assert (random.getstate(), random.random(), random.gauss(0.0, 1.0)) == want, seed
+
+
 def test_the_loaders_keys_are_the_ops_keys():
     """The loader derives a batch's keys in one C call (fold_in_split): the same words as rf.fold_in and rf.split,
     for indices up to 2^64 - 1."""

@@ -36,7 +36,7 @@ import torch.nn.functional as TF
 
 from .._engine import random_ops, torch_private
 from .._engine.random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
-from .._engine.router import atomic, owner_of
+from .._engine.router import owner_of
 from .._engine.torch_private import (
     HigherOrderOperator,
     TorchDispatchMode,
@@ -531,9 +531,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         how, what, name, op = kind
         if how == _ROUTE:
             if not isinstance(kwargs.get("generator"), torch.Generator):
-                # a route that raises after it drew (torch.nn.init's fill of an expanded tensor, attention's matmul
-                # on a value of the wrong shape) gives the mode's stream its blocks back, as any call does
-                out = atomic(owner_of(self.generator), 0, what, self.generator, *args, **dict(kwargs))
+                out = what(self.generator, *args, **kwargs)  # routes.ROUTES: one that raises gives its blocks back
                 if out is not None:
                     return out
             return self._unrouted(func, name, op, args, kwargs)

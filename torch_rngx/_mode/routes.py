@@ -13,7 +13,7 @@ import torch.nn.functional as TF
 
 from .. import stateful as rr
 from .._engine import checks
-from .._engine.router import draw, fill_checked, owner_of
+from .._engine.router import atomic, draw, fill_checked, owner_of
 from .._engine.torch_private import softmax_backward_data
 from .rnn import RECURRENT
 
@@ -103,6 +103,7 @@ def _creation(kind, sampler):
         size = _size(args, kwargs)
         return _drawn(kind, sampler, _new(size, kwargs), g, kwargs.get("requires_grad", False))
 
+    route.draws_last = True
     return route
 
 
@@ -112,7 +113,18 @@ def _like_route(kind, sampler):
             return None
         return _drawn(kind, sampler, _like(input, kwargs), g, kwargs.get("requires_grad", False))
 
+    route.draws_last = True
     return route
+
+
+def _giving_back(route):
+    """route, which may raise after it drew (torch.nn.init's fill of an expanded tensor, attention's matmul on a value
+    of the wrong shape): then the mode's stream gets its blocks back, as after any call that raises."""
+
+    def run(g, *args, **kwargs):
+        return atomic(owner_of(g), 0, route, g, *args, **kwargs)
+
+    return run
 
 
 _UNIFORM = _sampler(rr.uniform_like, _complex(rr.uniform_like, scale=False))
@@ -340,7 +352,9 @@ def trunc_normal(g, tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     return None if generator is not None else fill_checked("truncated_normal", tensor, g, mean, std, a, b)
 
 
-ROUTES = {
+# What the mode calls for each routed torch function: the route itself where its one draw is its last step (draws_last:
+# nothing after the draw can raise, and a DataLoader sample's routed torch.randn pays every frame), else _giving_back's.
+_ROUTES = {
     torch.rand: _creation("uniform", _UNIFORM),
     torch.randn: _creation("normal", _NORMAL),
     torch.randint: _randint,
@@ -375,3 +389,4 @@ ROUTES = {
     TF.scaled_dot_product_attention: _sdpa,
     **RECURRENT,
 }
+ROUTES = {f: route if getattr(route, "draws_last", False) else _giving_back(route) for f, route in _ROUTES.items()}
