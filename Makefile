@@ -306,7 +306,7 @@ $(CUDA_VENV)/.vision-stamp: $(CUDA_VENV)/.stamp
 # and the docs' blocks that need torch >= 2.14, CompressAI under torch_rngx.mode and timm models after nn.convert.
 interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp
 	RNGX_REQUIRE_VISION=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_interop.py \
-	  tests/test_compressai_mode.py tests/test_timm.py
+	  tests/test_compressai_mode.py tests/test_timm.py tests/test_torchvision_data.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_torch_private.py  # torch's private names on 2.14
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
 	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"

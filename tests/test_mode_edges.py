@@ -2,6 +2,7 @@
 5's guards), the routes' defaults under torch.compile, and complex dtypes. Each test failed before its fix."""
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
@@ -194,3 +195,72 @@ def test_the_direct_rand_routes_check_like_as_the_public_functions_do():
             with pytest.raises(Exception) as direct:
                 public()
             assert type(routed.value) is type(direct.value) and str(routed.value) == str(direct.value)
+
+
+# ---- number arguments as torch reads them ----
+
+def _t(v):
+    return torch.tensor(v)
+
+
+# (name, the call with numbers, the same call with 0-dim tensors or NumPy scalars where torch takes a number)
+NUMBERS = [
+    ("uniform_", lambda: torch.empty(5).uniform_(0.0, 2.0), lambda: torch.empty(5).uniform_(_t(0.0), _t(2.0))),
+    ("uniform_ int tensors", lambda: torch.empty(5).uniform_(0, 2), lambda: torch.empty(5).uniform_(_t(0), _t(2))),
+    ("uniform_ from= to=", lambda: torch.empty(5).uniform_(-1.0, 2.0),
+     lambda: torch.empty(5).uniform_(**{"from": _t(-1.0), "to": 2.0})),
+    ("normal_", lambda: torch.empty(5).normal_(1.0, 2.0), lambda: torch.empty(5).normal_(_t(1.0), _t(2.0))),
+    ("exponential_", lambda: torch.empty(5).exponential_(2.0), lambda: torch.empty(5).exponential_(_t(2.0))),
+    ("cauchy_", lambda: torch.empty(5).cauchy_(0.5, 2.0), lambda: torch.empty(5).cauchy_(_t(0.5), _t(2.0))),
+    ("log_normal_", lambda: torch.empty(5).log_normal_(0.5, 2.0), lambda: torch.empty(5).log_normal_(_t(0.5), _t(2.0))),
+    ("geometric_", lambda: torch.empty(5).geometric_(0.3), lambda: torch.empty(5).geometric_(_t(0.3))),
+    ("random_", lambda: torch.empty(5).random_(2, 9), lambda: torch.empty(5).random_(_t(2), _t(9))),
+    ("randint", lambda: torch.randint(2, 9, (5,)), lambda: torch.randint(_t(2), _t(9), (5,))),
+    ("randint NumPy", lambda: torch.randint(2, 9, (5,)), lambda: torch.randint(np.int64(2), np.int64(9), (5,))),
+    ("randint_like", lambda: torch.randint_like(torch.empty(5), 2, 9),
+     lambda: torch.randint_like(torch.empty(5), _t(2), _t(9))),
+    ("normal(float, float, size)", lambda: torch.normal(2.0, 3.0, (5,)), lambda: torch.normal(_t(2.0), _t(3.0), (5,))),
+    ("F.dropout", lambda: TF.dropout(torch.ones(8), 0.5), lambda: TF.dropout(torch.ones(8), _t(0.5))),
+    ("F.dropout p=", lambda: TF.dropout(torch.ones(8), p=0.5), lambda: TF.dropout(torch.ones(8), p=np.float64(0.5))),
+    ("F.alpha_dropout", lambda: TF.alpha_dropout(torch.ones(8), 0.5, True),
+     lambda: TF.alpha_dropout(torch.ones(8), _t(0.5), True)),
+    ("torch.dropout", lambda: torch.dropout(torch.ones(8), 0.5, True), lambda: torch.dropout(torch.ones(8), _t(0.5), True)),
+    ("F.rrelu", lambda: TF.rrelu(-torch.ones(8), 0.1, 0.3, True), lambda: TF.rrelu(-torch.ones(8), _t(0.1), _t(0.3), True)),
+    ("randperm", lambda: torch.randperm(7), lambda: torch.randperm(_t(7))),
+    ("multinomial", lambda: torch.multinomial(torch.ones(6), 3), lambda: torch.multinomial(torch.ones(6), _t(3))),
+    ("sdpa", lambda: TF.scaled_dot_product_attention(*[torch.ones(1, 3, 4)] * 3, dropout_p=0.5),
+     lambda: TF.scaled_dot_product_attention(*[torch.ones(1, 3, 4)] * 3, dropout_p=_t(0.5))),
+]
+
+
+@pytest.mark.parametrize("name,numbers,tensors", NUMBERS, ids=[n[0] for n in NUMBERS])
+def test_a_0_dim_tensor_or_numpy_scalar_stands_for_its_number_as_in_torch(name, numbers, tensors):
+    """Where torch's signature takes a number, torch also takes a 0-dim tensor that needs no gradient and a NumPy
+    scalar (torchvision's RandomResizedCrop calls uniform_ with two 0-dim tensors): under the mode the call is routed
+    with that number, bitwise the call with a Python number, and the stream moves the same."""
+    torch.manual_seed(0)
+    plain = torch_rngx.Generator(5)
+    with torch_rngx.mode(generator=plain, uncovered="error"):
+        want = numbers()
+    given = torch_rngx.Generator(5)
+    with torch_rngx.mode(generator=given, uncovered="error"):
+        got = tensors()
+    assert torch.equal(got, want), name
+    assert torch.equal(given.state, plain.state)
+    assert plain.get_offset() > 0
+
+
+def test_a_number_torch_refuses_is_refused_under_the_mode_and_the_stream_stays():
+    """What torch refuses for a number (a tensor that requires grad, a 1-element tensor of one dim, an unknown
+    keyword) is refused under the mode too, before the stream moves."""
+    g = torch_rngx.Generator(5)
+    with torch_rngx.mode(generator=g, uncovered="error"):
+        for call in (
+            lambda: torch.empty(3).uniform_(_t(0.0).requires_grad_(), 1.0),
+            lambda: torch.empty(3).uniform_(_t([0.0]), 1.0),
+            lambda: torch.empty(3).uniform_(low=0.0),
+            lambda: torch.empty(3).exponential_(_t([2.0])),
+        ):
+            with pytest.raises(TypeError):
+                call()
+    assert g.get_offset() == 0

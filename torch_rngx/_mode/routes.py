@@ -25,6 +25,15 @@ def _size(args, kwargs):
     return tuple(size)
 
 
+def _number(v):
+    """A number argument as torch's argument parser reads one: a 0-dim tensor that needs no gradient, or a NumPy scalar,
+    stands for its Python value (torchvision's RandomResizedCrop calls uniform_ with two 0-dim tensors). Anything else
+    is left as it is, for the torch_rngx function's checks to name."""
+    if isinstance(v, torch.Tensor):
+        return v.item() if v.dim() == 0 and not v.requires_grad else v
+    return v.item() if type(v).__module__ == "numpy" else v
+
+
 def _plain(kwargs):
     """Only the keywords a routed creation call understands: no generator, out=, layout or pin_memory."""
     return (
@@ -144,7 +153,7 @@ def _randint(g, *args, **kwargs):
         high, *rest = args
         size = _size(rest, kwargs)
     like = torch.empty(size, device=kwargs.get("device"))
-    out = rr.randint_like(like, low, high, generator=g, dtype=kwargs.get("dtype") or torch.int64)
+    out = rr.randint_like(like, _number(low), _number(high), generator=g, dtype=kwargs.get("dtype") or torch.int64)
     return _created(out, kwargs.get("requires_grad", False))
 
 
@@ -156,17 +165,19 @@ def _randint_like(g, input, *args, **kwargs):
     else:
         low, high = (0, args[0]) if len(args) == 1 else args
     like = _like(input, {**kwargs, "dtype": None})
-    out = rr.randint_like(like, low, high, generator=g, dtype=kwargs.get("dtype") or input.dtype)
+    out = rr.randint_like(like, _number(low), _number(high), generator=g, dtype=kwargs.get("dtype") or input.dtype)
     return _created(out, kwargs.get("requires_grad", False))
 
 
 def _normal(g, mean=0.0, std=1.0, *args, **kwargs):
     """Every overload: (Tensor, Tensor), (Tensor, float), (float, Tensor) are normal_like with that tensor mean and std
     on the broadcast shape, in the dtype of the first tensor (torch's), mean * std's arithmetic in the op (as torch,
-    no gradient flows to mean or std); (float, float, size) is normal_like of that size. A complex or integer mean or
-    std stays torch's."""
+    no gradient flows to mean or std); (float, float, size) is normal_like of that size, where torch reads a 0-dim
+    tensor as its number. A complex or integer mean or std stays torch's."""
     if not _plain(kwargs):
         return None
+    if args or "size" in kwargs:  # only the (float, float, size) overload takes a size
+        mean, std = _number(mean), _number(std)
     if isinstance(mean, torch.Tensor) or isinstance(std, torch.Tensor):
         ref = mean if isinstance(mean, torch.Tensor) else std
         if not ref.is_floating_point():
@@ -188,19 +199,30 @@ def _bernoulli(g, input, p=None, *, generator=None, out=None):
     return rr.bernoulli_like(input, input if p is None else p, generator=g)
 
 
-def _in_place(fill):
-    """A Tensor.*_ method: self filled with the routed values, as torch does, under no_grad for a leaf."""
+def _in_place(fill, numbers=True):
+    """A Tensor.*_ method: self filled with the routed values, as torch does, under no_grad for a leaf. numbers: its
+    parameters are numbers (bernoulli_'s p may be a tensor of them)."""
 
     def route(g, self, *args, generator=None, **kwargs):
         if generator is not None:
             return None
         checks.writable(self, owner_of(g), "self", torch.is_grad_enabled())  # torch's refusals, before the draw
+        if numbers:
+            args, kwargs = [_number(v) for v in args], {k: _number(v) for k, v in kwargs.items()}
         values = fill(g, self, *args, **kwargs)
         if values is None:
             return None
         return self.copy_(values)
 
     return route
+
+
+def _uniform_fill(g, self, *args, **kwargs):
+    """uniform_(from=0, to=1), positional or by torch's keyword names (any other keyword: torch's error)."""
+    if kwargs.keys() - {"from", "to"}:
+        return None
+    bounds = [*args, *(kwargs.get(k, d) for k, d in (("from", 0.0), ("to", 1.0))[len(args) :])]
+    return _UNIFORM(self, *bounds, generator=g)
 
 
 def _whole_range(dtype):
@@ -245,7 +267,7 @@ def _rrelu(inplace):
     def route(g, input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
         if generator is not None:
             return None
-        return rr.rrelu(input, lower, upper, training, inplace, generator=g)
+        return rr.rrelu(input, _number(lower), _number(upper), training, inplace, generator=g)
 
     return route
 
@@ -255,6 +277,10 @@ def _dropout(fn):
     torch.compile does not fill in when it hands the mode a call."""
 
     def route(g, input, *args, **kwargs):
+        if args:
+            args = (_number(args[0]), *args[1:])
+        if "p" in kwargs:
+            kwargs["p"] = _number(kwargs["p"])
         return fn(input, *args, generator=g, **kwargs)
 
     return route
@@ -264,7 +290,7 @@ def _torch_dropout(inplace):
     """torch.dropout / dropout_ (input, p, train): F.dropout's C++ op, called directly."""
 
     def route(g, input, p, train):
-        return rr.dropout(input, p, train, inplace, generator=g)
+        return rr.dropout(input, _number(p), train, inplace, generator=g)
 
     return route
 
@@ -301,6 +327,7 @@ def _softmax_of(x, dim):
 def _sdpa(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Math attention with our dropout on the probabilities: materialises the (L, S) weights, so it costs what
     torch's math backend costs. dropout_p == 0 draws nothing and stays torch's (fused kernels included)."""
+    dropout_p = _number(dropout_p)
     if dropout_p == 0.0:
         return TF.scaled_dot_product_attention(
             query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
@@ -326,13 +353,14 @@ def _randperm(
 ):
     if not _plain(dict(generator=generator, out=out, layout=layout, pin_memory=pin_memory)):
         return None
+    n = _number(n)
     return _created(rr.randperm(n, generator=g, dtype=dtype or torch.int64, device=device or "cpu"), requires_grad)
 
 
 def _multinomial(g, input, num_samples, replacement=False, *, generator=None, out=None):
     if generator is not None or out is not None:
         return None
-    return rr.multinomial(input, num_samples, replacement, generator=g)
+    return rr.multinomial(input, _number(num_samples), replacement, generator=g)
 
 
 def _gumbel_softmax(g, logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
@@ -364,9 +392,9 @@ _ROUTES = {
     torch.normal: _normal,
     torch.bernoulli: _bernoulli,
     torch.Tensor.bernoulli: _bernoulli,
-    torch.Tensor.uniform_: _in_place(lambda g, t, a=0.0, b=1.0: _UNIFORM(t, a, b, generator=g)),
+    torch.Tensor.uniform_: _in_place(_uniform_fill),
     torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: _NORMAL(t, mean, std, generator=g)),
-    torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g)),
+    torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g), numbers=False),
     torch.Tensor.random_: _in_place(_random_fill),
     torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
     torch.Tensor.cauchy_: _in_place(lambda g, t, median=0.0, sigma=1.0: rr.cauchy_like(t, median, sigma, generator=g)),
