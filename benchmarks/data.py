@@ -11,7 +11,8 @@ so that their start is not counted; each configuration reads a warm-up epoch fir
     python3 benchmarks/data.py [samples]
 
 It ends with the pieces' costs, in one process: each generator's seeding (per sample), a routed torch.randn(64)
-against torch's own, the keys, and the saving and restoring of the main process's generators (per batch).
+against torch's own, the keys, and the saving and restoring of the main process's generators (per batch); then the
+loader's reading of a batch of one timed warm and inside torch's loop, in the main process and in a worker.
 """
 import multiprocessing
 import os
@@ -147,6 +148,51 @@ def pieces(rounds=9, number=2000):
         print(f"{us:8.2f}  {name}")
 
 
+def in_the_loop(samples=4096, rounds=2000):
+    """µs a call of the loader's reading of a batch of one (its scope around dataset[i]), warm and in torch's loop: in
+    the main process (num_workers=0), and in a forked worker, timed there before its loop (worker_init_fn, `rounds`
+    calls one after another) and in its loop (each batch as the loop reads it, after waiting on its queue)."""
+    read = torch_rngx.data._Scoped.__getitems__
+    found = multiprocessing.get_context("fork").SimpleQueue()
+    spent = {"us": 0.0, "calls": 0}
+
+    def timed(self, tagged):
+        start = time.perf_counter()
+        out = read(self, tagged)
+        spent["us"] += (time.perf_counter() - start) * 1e6
+        spent["calls"] += 1
+        if spent["calls"] == samples:
+            found.put(("worker" if torch.utils.data.get_worker_info() else "main process", "in the loop",
+                       spent["us"] / samples))
+        return out
+
+    def before_the_loop(scoped):
+        read(scoped, [(0, 7)])  # the first also prepares the mode's table (once a process)
+        return timeit_us(lambda: read(scoped, [(0, 7)]), rounds)
+
+    def warm(worker_id):
+        found.put(("worker", "before the loop", before_the_loop(torch.utils.data.get_worker_info().dataset)))
+
+    torch_rngx.data._Scoped.__getitems__ = timed
+    try:
+        dataset = Randn(samples)
+        main = torch_rngx.data.DataLoader(dataset, 1, shuffle=True, seed=0)
+        found.put(("main process", "before the loop", before_the_loop(main._scoped)))
+        for _ in main:
+            pass
+        spent.update(us=0.0, calls=0)
+        worker = torch_rngx.data.DataLoader(dataset, 1, shuffle=True, seed=0, num_workers=1, worker_init_fn=warm,
+                                            multiprocessing_context="fork")
+        for _ in worker:
+            pass
+    finally:
+        torch_rngx.data._Scoped.__getitems__ = read
+    print("\nthe loader's reading of a batch of one (its scope around dataset[i]), µs a call")
+    for _ in range(4):
+        where, when, us = found.get()
+        print(f"{us:8.1f}  {where}, {when}")
+
+
 def timeit_us(f, number):
     start = time.perf_counter()
     for _ in range(number):
@@ -165,3 +211,4 @@ if __name__ == "__main__":
     print_table(rows, n)
     print(f"load average (1 min) {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
     pieces()
+    in_the_loop()
