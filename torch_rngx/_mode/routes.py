@@ -31,7 +31,7 @@ def _number(v):
     is left as it is, for the torch_rngx function's checks to name."""
     if isinstance(v, torch.Tensor):
         return v.item() if v.dim() == 0 and not v.requires_grad else v
-    return v.item() if type(v).__module__ == "numpy" else v
+    return v.item() if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 else v
 
 
 def _plain(kwargs):
