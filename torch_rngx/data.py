@@ -294,13 +294,19 @@ class _PythonState:
     _address: Optional[int] = None  # of the instance's index and words, where the check found them; 0 where not
 
     def __init__(self) -> None:
-        if _PythonState._address is None:
-            _PythonState._address = self._find()
         self.gauss_next = _GLOBAL_RANDOM.gauss_next  # type: ignore[attr-defined]  # random.gauss's cached normal
-        if self._address:
-            self.words = ctypes.string_at(self._address, self._BYTES)
+        address = self._located()
+        if address:
+            self.words = ctypes.string_at(address, self._BYTES)
         else:
             self.state = random.getstate()
+
+    @classmethod
+    def _located(cls) -> int:
+        """The address of the instance's index and words, found and checked once a process; 0 where not found."""
+        if cls._address is None:
+            cls._address = cls._find()
+        return cls._address
 
     @classmethod
     def _find(cls) -> int:
@@ -315,10 +321,9 @@ class _PythonState:
     def seed(cls, seed: int) -> None:
         """random.seed(seed) for an int seed in [0, 2^64): the state it gives, written in place by one C call where the
         layout was found, 2 µs less a sample than random.seed (its first loop, the same for every seed, made once)."""
-        if cls._address is None:
-            cls._address = cls._find()
-        if cls._address:
-            C.mt_seed(_GLOBAL_RANDOM, cls._address - id(_GLOBAL_RANDOM), seed)
+        address = cls._located()
+        if address:
+            C.mt_seed(_GLOBAL_RANDOM, address - id(_GLOBAL_RANDOM), seed)
             _GLOBAL_RANDOM.gauss_next = None  # type: ignore[attr-defined]
         else:
             random.seed(seed)
