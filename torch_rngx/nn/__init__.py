@@ -1,9 +1,27 @@
 """Modules: drop-in replacements for torch.nn's dropout family, RNG (a stream position held as model state), and
-convert(), which swaps torch's dropout modules in a model for these and routes the random calls of its forward."""
+convert(), which swaps torch's dropout modules in a model for these and routes the random calls of its forward.
+
+The dropout modules (Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout) each take torch's
+arguments, and keyword arguments that say where their masks' randomness comes from (each module's help() repeats them):
+
+Args:
+    p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
+
+Keyword args:
+    generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
+        saved in state_dict as `rng_state`. Neither: torch's default generator.
+
+Example::
+
+    >>> drop = torch_rngx.nn.Dropout2d(0.5, seed=7)
+    >>> drop(torch.ones(2, 3, 4, 4)).shape
+    torch.Size([2, 3, 4, 4])
+"""
 
 from __future__ import annotations
 
 import functools
+import textwrap
 from typing import NamedTuple
 
 import torch
@@ -36,6 +54,12 @@ def __dir__():
     return __all__
 
 
+# The dropout modules' shared arguments, as this module's docstring states them, indented as a class docstring's
+_SHARED_ARGS = (
+    textwrap.indent(__doc__[__doc__.index("Args:") : __doc__.index("Example::")].rstrip(), "    ") if __doc__ else None
+)
+
+
 class _DropoutNd(torch.nn.Module):
     """torch's constructor, (p=0.5, inplace=False), plus where the masks' randomness comes from: generator= (a
     torch_rngx.Generator or nn.RNG, shared as you like); seed= (this module owns its stream: the persistent int64
@@ -49,6 +73,23 @@ class _DropoutNd(torch.nn.Module):
 
     kind: str | None = None  # the stateful.dropout_from kind
     rng_state: torch.Tensor  # with seed=: the module's own stream
+
+    def __init_subclass__(cls, kind: str | None = None, example_shape: tuple[int, ...] = (), **kwargs):
+        """A module of the family, declared in one line: `class Dropout2d(_DropoutNd, torch.nn.Dropout2d,
+        kind="dropout2d", example_shape=(2, 3, 4, 4))` and its own docstring line (what it stands in for, what it
+        drops). Its docstring then gets the arguments the family shares (written once, in this module's docstring,
+        which docs/api/nn.md shows) and an example on a tensor of example_shape. A subclass of one (a user's) inherits
+        its kind and keeps its own docstring."""
+        super().__init_subclass__(**kwargs)
+        if kind is None:
+            return
+        cls.kind = kind
+        if cls.__doc__ is None or _SHARED_ARGS is None:  # python -OO
+            return
+        shape = ", ".join(map(str, example_shape))
+        lines = [f">>> drop = torch_rngx.nn.{cls.__name__}(0.5, seed=7)", f">>> drop(torch.ones({shape})).shape"]
+        example = "Example::\n\n" + textwrap.indent("\n".join([*lines, f"torch.Size([{shape}])"]), "    ")
+        cls.__doc__ = f"{cls.__doc__}\n\n{_SHARED_ARGS}\n\n{textwrap.indent(example, '    ')}\n"
 
     def __init__(
         self,
@@ -91,124 +132,30 @@ class _DropoutNd(torch.nn.Module):
         return f"p={self.p}, inplace={self.inplace}{stream}"
 
 
-class Dropout(_DropoutNd, torch.nn.Dropout):
-    """Stands in for ``torch.nn.Dropout``: each element kept (scaled by 1/(1-p)) or zeroed.
-
-    Args:
-        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
-
-    Keyword args:
-        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
-            saved in state_dict as `rng_state`. Neither: torch's default generator.
-
-    Example::
-
-        >>> drop = torch_rngx.nn.Dropout(0.5, seed=7)
-        >>> drop(torch.ones(2, 4)).shape
-        torch.Size([2, 4])
-    """
-
-    kind = "dropout"
+class Dropout(_DropoutNd, torch.nn.Dropout, kind="dropout", example_shape=(2, 4)):
+    """Stands in for ``torch.nn.Dropout``: each element kept (scaled by 1/(1-p)) or zeroed."""
 
 
-class Dropout1d(_DropoutNd, torch.nn.Dropout1d):
-    """Stands in for ``torch.nn.Dropout1d``: whole channels of (N, C, L) or (C, L) inputs.
-
-    Args:
-        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
-
-    Keyword args:
-        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
-            saved in state_dict as `rng_state`. Neither: torch's default generator.
-
-    Example::
-
-        >>> drop = torch_rngx.nn.Dropout1d(0.5, seed=7)
-        >>> drop(torch.ones(2, 3, 5)).shape
-        torch.Size([2, 3, 5])
-    """
-
-    kind = "dropout1d"
+class Dropout1d(_DropoutNd, torch.nn.Dropout1d, kind="dropout1d", example_shape=(2, 3, 5)):
+    """Stands in for ``torch.nn.Dropout1d``: whole channels of (N, C, L) or (C, L) inputs."""
 
 
-class Dropout2d(_DropoutNd, torch.nn.Dropout2d):
-    """Stands in for ``torch.nn.Dropout2d``: whole channels of (N, C, H, W) inputs.
-
-    Args:
-        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
-
-    Keyword args:
-        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
-            saved in state_dict as `rng_state`. Neither: torch's default generator.
-
-    Example::
-
-        >>> drop = torch_rngx.nn.Dropout2d(0.5, seed=7)
-        >>> drop(torch.ones(2, 3, 4, 4)).shape
-        torch.Size([2, 3, 4, 4])
-    """
-
-    kind = "dropout2d"
+class Dropout2d(_DropoutNd, torch.nn.Dropout2d, kind="dropout2d", example_shape=(2, 3, 4, 4)):
+    """Stands in for ``torch.nn.Dropout2d``: whole channels of (N, C, H, W) inputs."""
 
 
-class Dropout3d(_DropoutNd, torch.nn.Dropout3d):
-    """Stands in for ``torch.nn.Dropout3d``: whole channels of (N, C, D, H, W) or (C, D, H, W) inputs.
-
-    Args:
-        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
-
-    Keyword args:
-        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
-            saved in state_dict as `rng_state`. Neither: torch's default generator.
-
-    Example::
-
-        >>> drop = torch_rngx.nn.Dropout3d(0.5, seed=7)
-        >>> drop(torch.ones(2, 3, 2, 2, 2)).shape
-        torch.Size([2, 3, 2, 2, 2])
-    """
-
-    kind = "dropout3d"
+class Dropout3d(_DropoutNd, torch.nn.Dropout3d, kind="dropout3d", example_shape=(2, 3, 2, 2, 2)):
+    """Stands in for ``torch.nn.Dropout3d``: whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
 
 
-class AlphaDropout(_DropoutNd, torch.nn.AlphaDropout):
-    """Stands in for ``torch.nn.AlphaDropout``: keeps a SELU network's zero mean and unit variance.
-
-    Args:
-        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
-
-    Keyword args:
-        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
-            saved in state_dict as `rng_state`. Neither: torch's default generator.
-
-    Example::
-
-        >>> drop = torch_rngx.nn.AlphaDropout(0.5, seed=7)
-        >>> drop(torch.ones(2, 4)).shape
-        torch.Size([2, 4])
-    """
-
-    kind = "alpha_dropout"
+class AlphaDropout(_DropoutNd, torch.nn.AlphaDropout, kind="alpha_dropout", example_shape=(2, 4)):
+    """Stands in for ``torch.nn.AlphaDropout``: keeps a SELU network's zero mean and unit variance."""
 
 
-class FeatureAlphaDropout(_DropoutNd, torch.nn.FeatureAlphaDropout):
-    """Stands in for ``torch.nn.FeatureAlphaDropout``: alpha dropout of whole channels.
-
-    Args:
-        p (float): the probability of dropping, in [0, 1]. inplace (bool): write into the input.
-
-    Keyword args:
-        generator (Generator or RNG, optional): a stream to share. seed (int, optional): the module's own stream,
-            saved in state_dict as `rng_state`. Neither: torch's default generator.
-
-    Example::
-
-        >>> drop = torch_rngx.nn.FeatureAlphaDropout(0.5, seed=7)
-        >>> drop(torch.ones(2, 3, 4)).shape
-        torch.Size([2, 3, 4])
-    """
-
-    kind = "feature_alpha_dropout"
+class FeatureAlphaDropout(
+    _DropoutNd, torch.nn.FeatureAlphaDropout, kind="feature_alpha_dropout", example_shape=(2, 3, 4)
+):
+    """Stands in for ``torch.nn.FeatureAlphaDropout``: alpha dropout of whole channels."""
 
 
 _REPLACEMENTS = {
