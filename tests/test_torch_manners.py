@@ -66,6 +66,48 @@ def test_randint_like_takes_torchs_one_bound_form():
         torch_rngx.randint_like(x, 0)  # [0, 0) is empty
 
 
+_INT_CALLS = {  # (call(generator, T), what torch takes the same way); T makes each int argument
+    "randint_like": lambda g, T: torch_rngx.randint_like(torch.empty(9), T(2), T(5), generator=g),
+    "randint_like one bound": lambda g, T: torch_rngx.randint_like(torch.empty(9, dtype=torch.int8), T(5), generator=g),
+    "randperm": lambda g, T: torch_rngx.randperm(T(7), generator=g),
+    "multinomial": lambda g, T: torch_rngx.multinomial(torch.ones(2, 5), T(3), generator=g),
+    "multinomial, replacement": lambda g, T: torch_rngx.multinomial(torch.ones(5), T(8), True, generator=g),
+    "Generator.split": lambda g, T: torch.stack([child.state for child in g.split(T(3))]),
+    "rf.randint": lambda g, T: rf.randint(torch.empty(9), g.state, T(0), T(1000)),
+    "rf.randperm": lambda g, T: rf.randperm(T(7), g.state),
+    "rf.multinomial": lambda g, T: rf.multinomial(torch.ones(2, 5), g.state, T(2)),
+    "rf.split": lambda g, T: rf.split(g.state, T(3)),
+}
+
+
+@pytest.mark.parametrize("numpy_int", ["int64", "int32", "uint16"])
+@pytest.mark.parametrize("name", _INT_CALLS)
+def test_a_numpy_integer_stands_for_its_int_as_in_torch(name, numpy_int):
+    """torch takes a NumPy integer wherever it takes an int (torch.randint_like(x, np.int64(5)), torch.randperm(n) with
+    n from NumPy), as a data pipeline often passes one: so do ours, the same values and the same step as the int."""
+    np = pytest.importorskip("numpy")
+    T = getattr(np, numpy_int)
+    g_int, g_numpy = torch_rngx.Generator(7), torch_rngx.Generator(7)
+    want, got = _INT_CALLS[name](g_int, int), _INT_CALLS[name](g_numpy, T)
+    assert got.dtype == want.dtype and torch.equal(got, want)
+    assert torch.equal(g_numpy.state, g_int.state)
+
+
+@pytest.mark.parametrize("bad", [True, 2.0, "3", torch.tensor(3)], ids=["bool", "float", "str", "tensor"])
+def test_an_int_argument_refuses_what_is_not_an_integer(bad):
+    """A bool, a float, a string or a tensor (which .item() would read, and no compiled graph captures) is refused,
+    naming the argument, before the stream moves."""
+    np = pytest.importorskip("numpy")
+    g = torch_rngx.Generator(7)
+    for call, name in ((lambda: torch_rngx.randperm(bad, generator=g), "n"),
+                       (lambda: torch_rngx.randint_like(torch.empty(3), 0, bad, generator=g), "high"),
+                       (lambda: torch_rngx.multinomial(torch.ones(4), bad, generator=g), "num_samples"),
+                       (lambda: rf.split(g.state, np.bool_(True)), "num")):
+        with pytest.raises(TypeError, match=f"{name} must be an int"):
+            call()
+    assert torch.equal(g.state, torch_rngx.Generator(7).state)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.uint8, torch.int64, torch.bool])
 def test_randint_like_returns_xs_dtype_as_torch(dtype):
     """As torch.randint_like: x's dtype unless dtype= says otherwise (README's tour once said int64)."""

@@ -704,7 +704,7 @@ def multinomial(probs: Tensor, state: Tensor, num_samples: int, replacement: boo
         >>> rf.multinomial(torch.tensor([0.0, 0.0, 1.0]), rf.key(0), 1).tolist()
         [2]
     """
-    key, draws, need = checks.categories(probs, state, num_samples, replacement)
+    key, num_samples, draws, need = checks.categories(probs, state, num_samples, replacement)
     checks.weights(probs, need)
     return composite.race_samples(probs, key, num_samples, replacement, draws, need)
 

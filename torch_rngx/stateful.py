@@ -560,7 +560,7 @@ def multinomial(
         >>> torch_rngx.multinomial(torch.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    _, draws, need = checks.categories(input, checks.LATER, num_samples, replacement)
+    _, num_samples, draws, need = checks.categories(input, checks.LATER, num_samples, replacement)
     checks.weights(input, need)  # its values too, before the key is drawn
     numel = input.numel() * draws
     return atomic(

@@ -3,6 +3,7 @@
 import functools
 import math
 import numbers
+import operator
 import struct
 import warnings
 
@@ -283,9 +284,19 @@ def size(sz, name="size"):
     return list(sz)
 
 
+def integer(v, name):
+    """An int argument as torch's parser takes one: an int or SymInt as it is, anything else with __index__ (a NumPy
+    integer) as its int. A bool, a float or a tensor is refused, naming the argument (a tensor would be read with
+    .item(), which a compiled graph cannot capture)."""
+    if isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, (bool, torch.Tensor)) or not hasattr(type(v), "__index__"):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    return operator.index(v)
+
+
 def num(n, name="num"):
-    if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
-        raise TypeError(f"{name} must be an int, got {type(n).__name__}")
+    n = integer(n, name)
     if isinstance(n, int) and not 1 <= n < 1 << 63:
         raise ValueError(f"{name} must be >= 1, got {n}")
     return n
@@ -629,9 +640,7 @@ def like_int_range(like, key, low, high, dtype, global_shape=None, global_start=
     if dtype not in RANDINT_DTYPES:
         raise TypeError(f"dtype must be uint8, int8, int16, int32 or int64, got {dtype}")
     if type(low) is not int or type(high) is not int:
-        for v, arg in ((low, "low"), (high, "high")):
-            if isinstance(v, bool) or not isinstance(v, (int, torch.SymInt)):
-                raise TypeError(f"{arg} must be an int, got {type(v).__name__}")
+        low, high = integer(low, "low"), integer(high, "high")
     if isinstance(low, int) and isinstance(high, int):
         if not low < high:
             raise ValueError(f"low must be < high, got low={low}, high={high}")
@@ -658,8 +667,7 @@ RANDPERM_LIMITS = {
 def permutation(n, key, dtype, device=None):
     """n an int >= 0 that dtype holds; key LATER, (2,) or batched (*B, 2) (one permutation per key); device None or
     the key's device (the permutation is made where its key is). Returns n."""
-    if isinstance(n, bool) or not isinstance(n, (int, torch.SymInt)):
-        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    n = integer(n, "n")
     if dtype not in RANDPERM_LIMITS:
         raise TypeError(f"dtype must be one of {', '.join(str(d) for d in RANDPERM_LIMITS)}, got {dtype}")
     if isinstance(n, int) and not 0 <= n <= RANDPERM_LIMITS[dtype]:
@@ -681,15 +689,14 @@ def permutation(n, key, dtype, device=None):
 def categories(probs, key, num_samples, replacement):
     """torch.multinomial's argument rules: probs (`input`) 1-D (C,) or 2-D (R, C) float, C >= 1; num_samples >= 1,
     at most C without replacement; key LATER, (2,), or (R, 2) for one key per row of a 2-D input. Returns the key as
-    the race takes it, then draws and need (rngx::race)."""
+    the race takes it, num_samples as an int, then draws and need (rngx::race)."""
     float_tensor(probs, "input")
     if probs.dim() not in (1, 2):
         raise ValueError(f"input must be 1-D or 2-D, got {probs.dim()} dims")
     cats = probs.shape[-1]
     if cats == 0:
         raise ValueError("input must have at least one category (its last dim is 0)")
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, torch.SymInt)):
-        raise TypeError(f"num_samples must be an int, got {type(num_samples).__name__}")
+    num_samples = integer(num_samples, "num_samples")
     if not isinstance(replacement, bool):
         raise TypeError(f"replacement must be a bool, got {type(replacement).__name__}")
     if isinstance(num_samples, int) and num_samples < 1:
@@ -700,7 +707,7 @@ def categories(probs, key, num_samples, replacement):
         )
     draws, need = (num_samples, 1) if replacement else (1, num_samples)
     if key is LATER:
-        return key, draws, need
+        return key, num_samples, draws, need
     state(key)
     if key.dim() > 1 and (probs.dim() != 2 or tuple(key.shape) != (probs.shape[0], 2)):
         raise ValueError(
@@ -710,7 +717,7 @@ def categories(probs, key, num_samples, replacement):
     same_device(probs, key, "input")
     if key.dim() > 1:
         key = key.reshape(key.shape[0], 1, 1, 2)
-    return key, draws, need
+    return key, num_samples, draws, need
 
 
 def weights(probs, need):
