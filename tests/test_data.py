@@ -269,6 +269,101 @@ def test_albumentations_reseeded_in_the_scope_gives_each_sample_its_numbers():
     assert not _same(run(False, 2), run(False, 0))
 
 
+def _mixup(batch):
+    """A batch-level augmentation as torchvision's docs put one in collate_fn (MixUp): a Beta draw (torch's
+    _sample_dirichlet, which the mode leaves to torch's default generator), a routed torch.randperm, Python's random
+    and NumPy's global generator."""
+    indices = torch.tensor([i for i, _ in batch])
+    values = torch.stack([v for _, v in batch])
+    lam = torch.distributions.Beta(torch.tensor(0.4), torch.tensor(0.4)).sample()
+    mixed = lam * values + (1 - lam) * values[torch.randperm(len(values))]
+    return indices, torch.cat([mixed.flatten(), torch.tensor([random.random(), np.random.rand()])])
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """3 epochs through a collate_fn that draws, with num_workers=0; the main process's generators checked."""
+    before = _generators()
+    epochs = _epochs(_loader(collate_fn=_mixup))
+    assert _unmoved(before)
+    return epochs
+
+
+@pytest.mark.parametrize("options", [dict(multiprocessing_context="fork", **o.values[0]) for o in FORKED]
+                         + [dict(multiprocessing_context="spawn", num_workers=2, persistent_workers=True)],
+                         ids=[o.id for o in FORKED] + ["2-spawned-persistent"])
+def test_a_collate_fn_of_yours_draws_the_same_for_any_workers(mixed, options):
+    """Batch b of epoch e is collated under the scope of its own key, wherever it is read: a MixUp in collate_fn gives
+    the same batches for any num_workers, start method or persistence, each epoch anew."""
+    before = _generators()
+    assert _same(_epochs(_loader(collate_fn=_mixup, **options)), mixed)
+    assert _unmoved(before)
+    assert not _same(mixed[:1], mixed[1:2]) and not _same(mixed[:1], _epochs(_loader(SEED + 1, collate_fn=_mixup), 1))
+
+
+@pytest.mark.parametrize("workers, resumed_workers", [(0, 2), (2, 1)])
+def test_a_resumed_loader_collates_the_rest_as_the_uninterrupted_one(mixed, workers, resumed_workers):
+    loader = _loader(collate_fn=_mixup, num_workers=workers)
+    batches = iter(loader)
+    next(batches)
+    resumed = _loader(collate_fn=_mixup, num_workers=resumed_workers)
+    resumed.load_state_dict(loader.state_dict())
+    assert _same([list(resumed), list(resumed)], [mixed[0][1:], mixed[1]])
+
+
+def _batch_seeds(batch):
+    """What a collate_fn sees of its scope: a routed draw, and the seeds of torch's, Python's and NumPy's generators."""
+    return (torch.rand(3), torch.initial_seed(), random.getstate(), int(np.random.get_state()[1][0]))
+
+
+# (seed, epoch, b * world_size + rank) -> the batch's keys as KNOWN's (docs/stream.md, "Data"), from the reference
+KNOWN_BATCHES = {
+    (0, 0, 0): ([5387206194562525731, 989240033734709750], 2322359807, 5729972786311973647, 3466755076),
+    (7, 2, 5): ([5812039071763380064, 2068133289991572534], 3686620782, 14270967971310527182, 707881841),
+}
+
+
+@pytest.mark.parametrize("seed, epoch, batch", list(KNOWN_BATCHES))
+def test_batch_keys_have_known_answers(seed, epoch, batch):
+    """The loader's collate scope of batch `batch` (batches of one, one rank) against the known answers, which the
+    reference gives too."""
+    stream, torch_seed, python_seed, numpy_seed = KNOWN_BATCHES[seed, epoch, batch]
+    assert _reference_keys(seed, epoch, batch, child=3) == KNOWN_BATCHES[seed, epoch, batch]
+    loader = DataLoader(range(N), batch_size=1, seed=seed, collate_fn=_batch_seeds)
+    loader.set_epoch(epoch)
+    drawn, got_torch, python_state, got_numpy = list(loader)[batch]
+    assert torch.equal(drawn, rf.uniform(torch.empty(3), torch.tensor(stream), 0.0, 1.0))
+    assert (got_torch, got_numpy) == (torch_seed, numpy_seed) and python_state == random.Random(python_seed).getstate()
+
+
+@pytest.mark.parametrize("world_size, rank", [(1, 0), (3, 2)])
+def test_a_batchs_keys_are_derived_from_the_stream_as_documented(world_size, rank):
+    """Batch b of a rank's epoch e: S = fold_in(fold_in(fold_in(key(seed), e), 3), b * world_size + rank), then split
+    as a sample's key (docs/stream.md, "Data: keys"); the routed draw is functional.uniform's on split(S, 2)[0]."""
+    loader = DataLoader(range(N), batch_size=BATCH, shuffle=True, seed=SEED, rank=rank, world_size=world_size,
+                        collate_fn=_batch_seeds)
+    for epoch in range(2):
+        for b, (drawn, torch_seed, python_state, numpy_seed) in enumerate(loader):
+            _, want_torch, want_python, want_numpy = _reference_keys(SEED, epoch, b * world_size + rank, child=3)
+            stream = torch.tensor(_reference_keys(SEED, epoch, b * world_size + rank, child=3)[0])
+            assert torch.equal(drawn, rf.uniform(torch.empty(3), stream, 0.0, 1.0)), (epoch, b)
+            assert (torch_seed, numpy_seed) == (want_torch, want_numpy)
+            assert python_state == random.Random(want_python).getstate()
+
+
+def test_torchs_own_collate_runs_outside_any_scope():
+    """torch's default collate functions draw nothing: the loader runs them as they are, no scope set up."""
+    calls = []
+    scoped = torch_rngx.data._Scoped.collate
+    try:
+        torch_rngx.data._Scoped.collate = lambda self, *args: calls.append(args) or scoped(self, *args)
+        batches = list(_loader())
+        list(DataLoader(range(N), batch_size=None, seed=SEED))
+    finally:
+        torch_rngx.data._Scoped.collate = scoped
+    assert len(batches) == 4 and calls == []
+
+
 def test_a_generator_given_to_a_torch_call_stays_the_users():
     class Given(Dataset):
         def __init__(self):
@@ -309,9 +404,10 @@ KNOWN = {
 }
 
 
-def _reference_keys(seed, epoch, index):
+def _reference_keys(seed, epoch, index, child=1):
+    """The keys of sample `index` (child 1 of the epoch's key), or of batch `index` (child 3), from the reference."""
     root = np.array([seed, 0], dtype=np.uint64)
-    sample = ref.fold_in_ref(ref.fold_in_ref(ref.fold_in_ref(root, epoch), 1), index)
+    sample = ref.fold_in_ref(ref.fold_in_ref(ref.fold_in_ref(root, epoch), child), index)
     stream, seeds = ref.split_ref(sample, 2)
     low, high = (int(w) for w in seeds)
     signed = [int(v) - (1 << 64) if int(v) >= 1 << 63 else int(v) for v in stream]

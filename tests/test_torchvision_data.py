@@ -1,7 +1,8 @@
 """torchvision's own transforms, v1 and v2, in torch_rngx.data.DataLoader and under torch_rngx.mode (docs/guarantees.md,
 "Data loading"): each sample's augmentation is the same for 0, 2 and 3 workers, forked and spawned, every epoch draws
 anew, the main process's generators do not move, and nothing is reported under uncovered="error". RandomResizedCrop
-(v1) calls Tensor.uniform_ with two 0-dim tensors, which torch reads as numbers. Needs torchvision, whose PyPI wheels
+(v1) calls Tensor.uniform_ with two 0-dim tensors, which torch reads as numbers. CutMix and MixUp in collate_fn, as
+torchvision's documentation places them, mix each batch the same for any workers. Needs torchvision, whose PyPI wheels
 need torch's CUDA build: `make interop` installs it in .venv-cuda and runs this file there."""
 import os
 import random
@@ -90,3 +91,49 @@ def test_torchvision_transforms_under_a_mode_that_reports_everything(reference):
         with torch_rngx.mode(seed=5, uncovered="error"):
             direct.append(dataset[0])
     assert torch.equal(direct[0], direct[1])
+
+
+class Labelled(Dataset):
+    """(image, label) pairs, for torchvision's CutMix and MixUp, which mix a batch and its labels."""
+
+    def __init__(self):
+        self.images = torch.rand(12, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return self.images[i], i % 10
+
+
+class CutMixOrMixUp:
+    """collate_fn as torchvision's documentation writes it for CutMix and MixUp: default_collate, then one of the two
+    chosen at random (RandomChoice: torch.randint), its lambda a Beta draw (torch._sample_dirichlet, left to torch's
+    generator) and its pairing a roll of the batch; CutMix's box from torch.randint."""
+
+    def __init__(self):
+        self.choice = T2.RandomChoice([T2.CutMix(num_classes=10), T2.MixUp(num_classes=10)])
+
+    def __call__(self, batch):
+        return self.choice(*torch.utils.data.default_collate(batch))
+
+
+def _mixed_epochs(**options):
+    loader = torch_rngx.data.DataLoader(Labelled(), batch_size=4, shuffle=True, seed=11, collate_fn=CutMixOrMixUp(),
+                                        **options)
+    return [list(loader) for _ in range(3)]
+
+
+def test_cutmix_and_mixup_in_collate_fn_draw_the_same_for_any_workers():
+    """torchvision's CutMix and MixUp in collate_fn run under each batch's scope: the same mixed images and labels for
+    0, 2 forked and 2 spawned workers, epochs that differ, and the main process's generators unmoved."""
+    before = _main_generators()
+    want = _mixed_epochs()
+    after = _main_generators()
+    assert torch.equal(after[0], before[0]) and after[1] == before[1] and (after[2] == before[2]).all()
+    flat = [torch.cat([torch.cat([x.flatten(), y.flatten()]) for x, y in epoch]) for epoch in want]
+    assert not torch.equal(flat[0], flat[1]) and not torch.equal(flat[1], flat[2]), "each epoch draws anew"
+    for options in (dict(num_workers=2), dict(num_workers=2, multiprocessing_context="spawn")):
+        got = _mixed_epochs(**options)
+        pairs = [(a, b) for e, f in zip(got, want) for (x, y), (u, v) in zip(e, f) for a, b in ((x, u), (y, v))]
+        assert len(pairs) == 18 and all(torch.equal(a, b) for a, b in pairs)

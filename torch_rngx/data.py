@@ -3,11 +3,11 @@ start method, the rank or the resume point (docs: guide/, "Data loading"; the ke
 
 DataLoader is torch's, with three parts of its own:
 - the order (_Order): the epoch's permutation from our stream, keyed by (seed, epoch), cut in ranks as
-  DistributedSampler cuts its own; the sampler torch iterates (_Tagged) hands out (epoch, index) pairs, so each
-  index carries its epoch to whichever worker reads it, forked, spawned or persistent;
+  DistributedSampler cuts its own; the sampler torch iterates (_Tagged) hands out (epoch, index, position) triples, so
+  each index carries its epoch (and its batch's position) to whichever worker reads it, forked, spawned or persistent;
 - the dataset torch's iterators read (_Scoped): dataset[index] under the sample's scope, a torch_rngx.mode on the
   sample's key with torch's default generator, Python's random and NumPy's global generator seeded from it (restored
-  afterwards in the main process);
+  afterwards in the main process); a collate_fn of the user's under its batch's scope, set up alike (_Collate);
 - state_dict: the epoch and the batches delivered in it, from which the rest of the epoch follows.
 
 torchdata's StatefulDataLoader was weighed as the base: its state holds each worker's snapshot (its dataset's and
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optio
 import torch
 import torch.distributed as dist
 from torch import Tensor
-from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
+from torch.utils.data import Dataset, IterableDataset, Sampler, default_collate, default_convert, get_worker_info
 
 from ._engine import checks, reuse
 from ._engine.library import C
@@ -50,9 +50,9 @@ __all__ = ["DataLoader", "SampleKeys", "sample_keys"]
 
 _U64 = 1 << 64
 _LOW32 = (1 << 32) - 1
-# fold_in data below an epoch's key: its order, its samples' keys and torch's worker seeds
+# fold_in data below an epoch's key: its order, its samples' keys, torch's worker seeds and its batches' keys
 # (docs: stream/, "Data: keys").
-_ORDER, _SAMPLES, _WORKERS = 0, 1, 2
+_ORDER, _SAMPLES, _WORKERS, _BATCHES = 0, 1, 2, 3
 # the instance behind random's module functions (random.seed, random.random, ...)
 _GLOBAL_RANDOM: random.Random = random.random.__self__  # type: ignore[attr-defined]
 
@@ -162,7 +162,8 @@ class _Order(Sampler[int]):
 
 class _Tagged(Sampler):
     """What one of torch's iterators iterates: the items of the loader's index sampler (its indices, or batches of
-    them) in epoch `epoch` from item `start` on, as (epoch, index) pairs. Made with each iterator (a persistent one's
+    them) in epoch `epoch` from item `start` on, as (epoch, index, position) triples, position that of the item
+    (the batch, or the sample where torch does not batch) in the epoch. Made with each iterator (a persistent one's
     is moved on to each new epoch); torch calls iter() on it as the iterator is made, and it takes the whole epoch's
     items then, telling `source` (ours, a DistributedSampler) the epoch first: an iterator keeps its epoch however
     many are made after it."""
@@ -180,33 +181,37 @@ class _Tagged(Sampler):
             set_epoch(epoch)
         items = list(itertools.islice(self.items, self.start, None))
         if self.batched:
-            return ([(epoch, i) for i in batch] for batch in items)
-        return ((epoch, i) for i in items)
+            return ([(epoch, i, k) for i in batch] for k, batch in enumerate(items, self.start))
+        return ((epoch, i, k) for k, i in enumerate(items, self.start))
 
 
 class _Scoped(Dataset):
-    """The dataset torch's iterators read, in the main process and in every worker: (epoch, index) pairs, each read as
-    dataset[index] under its sample's scope. In a worker, get_worker_info().dataset is this view: `.dataset` is
-    yours."""
+    """The dataset torch's iterators read, in the main process and in every worker: (epoch, index, position) triples,
+    each read as dataset[index] under its sample's scope. The last batch read is the one the collate function is given
+    next (torch's fetchers read a batch, then collate it), and a collate function of yours runs under that batch's
+    scope (collate). In a worker, get_worker_info().dataset is this view: `.dataset` is yours."""
 
-    def __init__(self, dataset: Any, root: Tensor) -> None:
-        self.dataset, self.root = dataset, root
+    def __init__(self, dataset: Any, root: Tensor, rank: int, world_size: int) -> None:
+        self.dataset, self.root, self.rank, self.world_size = dataset, root, rank, world_size
         self._samples: Optional[tuple[int, list[int]]] = None  # (epoch, its samples key's words), per process
+        self._batches: Optional[tuple[int, list[int]]] = None  # (epoch, its batches key's words), per process
+        self._batch: Optional[tuple[int, int]] = None  # (epoch, position) of the batch read last
 
-    def __getitem__(self, tagged: tuple[int, int]) -> Any:
+    def __getitem__(self, tagged: tuple[int, int, int]) -> Any:
         return self.__getitems__([tagged])[0]
 
-    def __getitems__(self, tagged: Sequence[tuple[int, int]]) -> list:
+    def __getitems__(self, tagged: Sequence[tuple[int, int, int]]) -> list:
         """A batch: its keys in one derivation; in the main process, the generators saved once and restored. The
         torch function modes around the loader (a worker's, yours) are set aside meanwhile, and one mode of ours,
         pointed at each sample's stream in turn, is the only one the samples' calls meet."""
         if not tagged:
             return []
+        epoch, _, position = tagged[0]
+        self._batch = (epoch, position)
         with function_modes_set_aside():
-            epoch = tagged[0][0]
             if self._samples is None or self._samples[0] != epoch:
                 self._samples = (epoch, _epoch_child(self.root, epoch, _SAMPLES).tolist())
-            indices = [i for _, i in tagged]
+            indices = [i for _, i, _ in tagged]
             keys = _sample_keys(self._samples[1], indices)
             # made before the mode, which every tensor access would meet; moved onto each sample's key in turn
             stream = _stream(*(k.key for k in keys))
@@ -219,23 +224,55 @@ class _Scoped(Dataset):
                     saved.restore()
 
     def _read(self, stream: Generator, index: int, keys: SampleKeys) -> Any:
-        torch.default_generator.manual_seed(keys.torch_seed)
-        _PythonState.seed(keys.python_seed)
-        if numpy is not None:
-            numpy.random.seed(keys.numpy_seed)
+        _seed(keys)
         stream.state = keys.key
         return self.dataset[index]
 
+    def collate(self, collate_fn: Callable[[list], Any], batch: list) -> Any:
+        """collate_fn(batch) under the scope of the batch read last, as a sample's: the key of its position b in the
+        rank's epoch, fold_in(fold_in(E, 3), b * world_size + rank) (docs: stream/, "Data: keys"), a mode on its stream,
+        the three generators seeded from it and, in the main process, restored afterwards."""
+        assert self._batch is not None, "torch's fetcher collates the batch it has just read"
+        epoch, position = self._batch
+        if self._batches is None or self._batches[0] != epoch:
+            self._batches = (epoch, _epoch_child(self.root, epoch, _BATCHES).tolist())
+        (keys,) = _sample_keys(self._batches[1], [position * self.world_size + self.rank])
+        with function_modes_set_aside():
+            stream = _stream(keys.key)
+            saved = None if get_worker_info() is not None else _Saved()
+            try:
+                with mode(generator=stream, uncovered="ignore"):
+                    _seed(keys)
+                    return collate_fn(batch)
+            finally:
+                if saved is not None:
+                    saved.restore()
+
+
+def _seed(keys: SampleKeys) -> None:
+    """torch's default CPU generator, Python's random and NumPy's global generator seeded from a scope's keys."""
+    torch.default_generator.manual_seed(keys.torch_seed)
+    _PythonState.seed(keys.python_seed)
+    if numpy is not None:
+        numpy.random.seed(keys.numpy_seed)
+
+
+# torch's own collate functions (the loader's default with and without batching): they draw nothing
+_TORCH_COLLATES = (default_collate, default_convert)
+
 
 class _Collate:
-    """collate_fn as the loader runs it: in a worker, with the torch function modes the worker runs under set aside,
-    as torch's own workers run it (its calls do not pass through a Python mode; its random calls draw from torch's
-    per-worker generator); in the main process as it is."""
+    """collate_fn as the loader runs it: yours under its batch's scope (_Scoped.collate), so that a batch-level
+    augmentation (MixUp, CutMix) draws the same for the batch in any worker; torch's own, which draw nothing, in a
+    worker with the torch function modes the worker runs under set aside, as torch's own workers run it, and in the
+    main process as it is."""
 
-    def __init__(self, collate_fn: Callable[[list], Any]) -> None:
-        self.collate_fn = collate_fn
+    def __init__(self, collate_fn: Callable[[list], Any], scoped: _Scoped) -> None:
+        self.collate_fn, self.scoped = collate_fn, scoped
 
     def __call__(self, batch: list) -> Any:
+        if self.collate_fn not in _TORCH_COLLATES:
+            return self.scoped.collate(self.collate_fn, batch)
         if get_worker_info() is None:
             return self.collate_fn(batch)
         with function_modes_set_aside():
@@ -391,8 +428,11 @@ class DataLoader(torch.utils.data.DataLoader):
     - Around each dataset[i], from the key of (seed, epoch, i) (sample_keys): torch's random calls draw from our
       stream under a torch_rngx.mode of their own; torch's default CPU generator (for the calls the mode leaves to
       torch), Python's random and NumPy's global generator are seeded from it; in the main process all of them are
-      restored afterwards. A generator= given to a torch call there stays yours. collate_fn and worker_init_fn run
-      outside any sample's scope.
+      restored afterwards. A generator= given to a torch call there stays yours.
+    - A collate_fn of yours runs under its batch's scope, set up as a sample's from the key of (seed, epoch, b), b the
+      batch's position in the rank's epoch: a batch-level augmentation there (MixUp, CutMix) draws the same for any
+      num_workers. torch's own collate functions draw nothing and run as they are; worker_init_fn runs outside any
+      scope.
     - Each new iteration is the next epoch; set_epoch(e) makes the next one e (DistributedSampler's convention).
     - state_dict() / load_state_dict(): the epoch and the batches delivered in it. Restored into a new loader with any
       num_workers, it yields the batches the uninterrupted loader would have yielded next.
@@ -504,7 +544,7 @@ class DataLoader(torch.utils.data.DataLoader):
             pin_memory_device=pin_memory_device,
             in_order=in_order,
         )
-        self._seed, self._world_size, self._scoped = seed, world_size, _Scoped(dataset, root)
+        self._seed, self._world_size, self._scoped = seed, world_size, _Scoped(dataset, root, rank, world_size)
         self._epoch_source = batch_sampler if batch_sampler is not None else self.sampler  # told each epoch
         self._next = (0, 0)  # (epoch, batches to skip) of the next iteration
         self._tagged: Optional[_Tagged] = None  # the last iterator's
@@ -555,7 +595,7 @@ class DataLoader(torch.utils.data.DataLoader):
         view = copy.copy(self)
         view.__dict__["dataset"] = self._scoped
         view.__dict__["batch_sampler" if tagged.batched else "sampler"] = tagged
-        view.__dict__["collate_fn"] = _Collate(self.collate_fn)
+        view.__dict__["collate_fn"] = _Collate(self.collate_fn, self._scoped)
         with mode(generator=_stream(_epoch_child(self._scoped.root, tagged.epoch, _WORKERS)), uncovered="ignore"):
             return build_dataloader_iterator(view)
 
