@@ -30,7 +30,15 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optio
 import torch
 import torch.distributed as dist
 from torch import Tensor
-from torch.utils.data import Dataset, IterableDataset, Sampler, default_collate, default_convert, get_worker_info
+from torch.utils.data import (
+    Dataset,
+    DistributedSampler,
+    IterableDataset,
+    Sampler,
+    default_collate,
+    default_convert,
+    get_worker_info,
+)
 
 from ._engine import checks, reuse
 from ._engine.library import C
@@ -139,12 +147,15 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
 class _Order(Sampler[int]):
     """This rank's part of an epoch's order: range(n), or with shuffle the permutation randperm(n, k) of the key
     k = fold_in(fold_in(key(seed), epoch), 0); padded by repeating its start, or cut, to world_size equal parts, and
-    rank r's part its elements r, r + world_size, ..., as torch's DistributedSampler does."""
+    rank r's part its elements r, r + world_size, ..., as torch's DistributedSampler does. It has DistributedSampler's
+    attributes too (num_replicas, num_samples, total_size, drop_last), which frameworks read."""
 
     def __init__(self, n: int, root: Tensor, shuffle: bool, rank: int, world_size: int, drop_uneven: bool) -> None:
         self.n, self.root, self.shuffle, self.rank, self.world_size = n, root, shuffle, rank, world_size
         self.per_rank = n // world_size if drop_uneven else -(-n // world_size)
         self.epoch = 0
+        self.num_replicas, self.num_samples, self.drop_last = world_size, self.per_rank, drop_uneven
+        self.total_size = self.per_rank * world_size
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -158,6 +169,12 @@ class _Order(Sampler[int]):
         if total > self.n:
             order = order.repeat(-(-total // self.n))
         return iter(order[self.rank : total : self.world_size].tolist())
+
+
+class _RankOrder(_Order, DistributedSampler):
+    """_Order on more than one rank, and a DistributedSampler by type: a framework that puts a DistributedSampler in
+    a loader that has none (Lightning's use_distributed_sampler, Accelerate's) leaves this one in place, where its
+    wrapper would cut the rank's part in ranks again and lose the rest of the epoch."""
 
 
 class _Tagged(Sampler):
@@ -453,6 +470,7 @@ class DataLoader(torch.utils.data.DataLoader):
     Keyword args:
         seed (int, optional): in [0, 2^64). None draws one from generator= or torch's default generator, once, here
             (so torch.manual_seed reproduces the run); required when world_size > 1, where every rank must use one.
+            The loader's `seed` attribute holds it.
         rank (int, optional): this process's rank, in [0, world_size); default torch.distributed's, else 0.
         world_size (int, optional): the number of ranks; default torch.distributed's, else 1.
         drop_uneven (bool): DistributedSampler's drop_last. False (the default): when len(dataset) is not a multiple
@@ -523,8 +541,13 @@ class DataLoader(torch.utils.data.DataLoader):
             with drawing_from_torch():  # torch's generator, even inside a torch_rngx.mode
                 seed = int(torch.empty((), dtype=torch.int64).random_(generator=generator))
         root = key(seed)  # checks the seed
+        # An attribute, as torch's loader keeps its arguments: a framework that makes the loader again from them
+        # (Lightning, to put a DistributedSampler in) keeps the seed.
+        self.seed = seed
+        """The seed: the one given, or the one drawn at construction. Set once."""
         if sampler is None and batch_sampler is None:
-            sampler = _Order(len(dataset), root, bool(shuffle), rank, world_size, drop_uneven)
+            order = _RankOrder if world_size > 1 else _Order
+            sampler = order(len(dataset), root, bool(shuffle), rank, world_size, drop_uneven)
         super().__init__(
             dataset,
             batch_size,
@@ -544,16 +567,16 @@ class DataLoader(torch.utils.data.DataLoader):
             pin_memory_device=pin_memory_device,
             in_order=in_order,
         )
-        self._seed, self._world_size, self._scoped = seed, world_size, _Scoped(dataset, root, rank, world_size)
+        self._world_size, self._scoped = world_size, _Scoped(dataset, root, rank, world_size)
         self._epoch_source = batch_sampler if batch_sampler is not None else self.sampler  # told each epoch
         self._next = (0, 0)  # (epoch, batches to skip) of the next iteration
         self._tagged: Optional[_Tagged] = None  # the last iterator's
         self._running: Optional[tuple[int, int, Any]] = None  # (epoch, batches skipped, torch's iterator)
 
-    @property
-    def seed(self) -> int:
-        """The seed: the one given, or the one drawn at construction."""
-        return self._seed
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if attr == "seed" and "seed" in self.__dict__:  # as torch's loader guards its sampler and batch_size
+            raise ValueError("seed attribute should not be set after DataLoader is initialized")
+        super().__setattr__(attr, value)
 
     def set_epoch(self, epoch: int) -> None:
         """Makes the next iteration epoch `epoch` (an int in [0, 2^64)), as DistributedSampler.set_epoch; naming the
@@ -626,7 +649,7 @@ class DataLoader(torch.utils.data.DataLoader):
         return {
             "epoch": epoch,
             "position": position,
-            "seed": self._seed,
+            "seed": self.seed,
             "length": len(self._scoped.dataset),
             "world_size": self._world_size,
             "batch_size": self.batch_size,
