@@ -80,6 +80,7 @@ _INT_CALLS = {  # (call(generator, T), what torch takes the same way); T makes e
 }
 
 
+@pytest.mark.key_reuse_ok("draws the same key twice, with an int and with a NumPy integer, to compare them")
 @pytest.mark.parametrize("numpy_int", ["int64", "int32", "uint16"])
 @pytest.mark.parametrize("name", _INT_CALLS)
 def test_a_numpy_integer_stands_for_its_int_as_in_torch(name, numpy_int):
