@@ -173,8 +173,8 @@ class _Order(Sampler[int]):
 
 class _RankOrder(_Order, DistributedSampler):
     """_Order on more than one rank, and a DistributedSampler by type: a framework that puts a DistributedSampler in
-    a loader that has none (Lightning's use_distributed_sampler, Accelerate's) leaves this one in place, where its
-    wrapper would cut the rank's part in ranks again and lose the rest of the epoch."""
+    a loader that has none (Lightning's use_distributed_sampler) leaves this one in place, where its wrapper would cut
+    the rank's part in ranks again and lose the rest of the epoch."""
 
 
 class _Tagged(Sampler):
