@@ -18,6 +18,7 @@ torch's own loader serves.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import itertools
@@ -147,28 +148,25 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
 class _Order(Sampler[int]):
     """This rank's part of an epoch's order: range(n), or with shuffle the permutation randperm(n, k) of the key
     k = fold_in(fold_in(key(seed), epoch), 0); padded by repeating its start, or cut, to world_size equal parts, and
-    rank r's part its elements r, r + world_size, ..., as torch's DistributedSampler does. It has DistributedSampler's
-    attributes too (num_replicas, num_samples, total_size, drop_last), which frameworks read."""
+    rank r's part its elements r, r + world_size, ..., as torch's DistributedSampler does, under its attribute names
+    (num_replicas, num_samples, total_size, drop_last), which frameworks read."""
 
     def __init__(self, n: int, root: Tensor, shuffle: bool, rank: int, world_size: int, drop_uneven: bool) -> None:
-        self.n, self.root, self.shuffle, self.rank, self.world_size = n, root, shuffle, rank, world_size
-        self.per_rank = n // world_size if drop_uneven else -(-n // world_size)
-        self.epoch = 0
-        self.num_replicas, self.num_samples, self.drop_last = world_size, self.per_rank, drop_uneven
-        self.total_size = self.per_rank * world_size
+        self.n, self.root, self.shuffle, self.rank, self.num_replicas = n, root, shuffle, rank, world_size
+        self.num_samples = n // world_size if drop_uneven else -(-n // world_size)  # this rank's
+        self.total_size, self.drop_last, self.epoch = self.num_samples * world_size, drop_uneven, 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        return self.per_rank
+        return self.num_samples
 
     def __iter__(self) -> Iterator[int]:
         order = randperm(self.n, _epoch_child(self.root, self.epoch, _ORDER)) if self.shuffle else torch.arange(self.n)
-        total = self.per_rank * self.world_size
-        if total > self.n:
-            order = order.repeat(-(-total // self.n))
-        return iter(order[self.rank : total : self.world_size].tolist())
+        if self.total_size > self.n:
+            order = order.repeat(-(-self.total_size // self.n))
+        return iter(order[self.rank : self.total_size : self.num_replicas].tolist())
 
 
 class _RankOrder(_Order, DistributedSampler):
@@ -210,8 +208,7 @@ class _Scoped(Dataset):
 
     def __init__(self, dataset: Any, root: Tensor, rank: int, world_size: int) -> None:
         self.dataset, self.root, self.rank, self.world_size = dataset, root, rank, world_size
-        self._samples: Optional[tuple[int, list[int]]] = None  # (epoch, its samples key's words), per process
-        self._batches: Optional[tuple[int, list[int]]] = None  # (epoch, its batches key's words), per process
+        self._words: dict[int, tuple[int, list[int]]] = {}  # child -> (epoch, that child's key's words), per process
         self._batch: Optional[tuple[int, int]] = None  # (epoch, position) of the batch read last
 
     def __getitem__(self, tagged: tuple[int, int, int]) -> Any:
@@ -226,19 +223,17 @@ class _Scoped(Dataset):
         epoch, _, position = tagged[0]
         self._batch = (epoch, position)
         with function_modes_set_aside():
-            if self._samples is None or self._samples[0] != epoch:
-                self._samples = (epoch, _epoch_child(self.root, epoch, _SAMPLES).tolist())
             indices = [i for _, i, _ in tagged]
-            keys = _sample_keys(self._samples[1], indices)
-            # made before the mode, which every tensor access would meet; moved onto each sample's key in turn
-            stream = _stream(*(k.key for k in keys))
-            saved = None if get_worker_info() is not None else _Saved()  # a worker process is the loader's own
-            try:
-                with mode(generator=stream, uncovered="ignore"):
-                    return [self._read(stream, index, k) for index, k in zip(indices, keys)]
-            finally:
-                if saved is not None:
-                    saved.restore()
+            keys = _sample_keys(self._epoch_words(epoch, _SAMPLES), indices)
+            with _scope(*(k.key for k in keys)) as stream:  # moved onto each sample's key in turn
+                return [self._read(stream, index, k) for index, k in zip(indices, keys)]
+
+    def _epoch_words(self, epoch: int, child: int) -> list[int]:
+        """The words of the epoch's key's child (its samples' or its batches'), derived once an epoch in a process."""
+        cached = self._words.get(child)
+        if cached is None or cached[0] != epoch:
+            cached = self._words[child] = (epoch, _epoch_child(self.root, epoch, child).tolist())
+        return cached[1]
 
     def _read(self, stream: Generator, index: int, keys: SampleKeys) -> Any:
         _seed(keys)
@@ -251,19 +246,27 @@ class _Scoped(Dataset):
         the three generators seeded from it and, in the main process, restored afterwards."""
         assert self._batch is not None, "torch's fetcher collates the batch it has just read"
         epoch, position = self._batch
-        if self._batches is None or self._batches[0] != epoch:
-            self._batches = (epoch, _epoch_child(self.root, epoch, _BATCHES).tolist())
-        (keys,) = _sample_keys(self._batches[1], [position * self.world_size + self.rank])
         with function_modes_set_aside():
-            stream = _stream(keys.key)
-            saved = None if get_worker_info() is not None else _Saved()
-            try:
-                with mode(generator=stream, uncovered="ignore"):
-                    _seed(keys)
-                    return collate_fn(batch)
-            finally:
-                if saved is not None:
-                    saved.restore()
+            words = self._epoch_words(epoch, _BATCHES)
+            (keys,) = _sample_keys(words, [position * self.world_size + self.rank])
+            with _scope(keys.key):
+                _seed(keys)
+                return collate_fn(batch)
+
+
+@contextlib.contextmanager
+def _scope(*keys: Tensor) -> Iterator[Generator]:
+    """What samples and batches are read under: one mode of ours on a Generator at keys[0] (made before the mode,
+    which every tensor access would meet; the caller moves it onto the other keys in turn); in the main process the
+    three generators a scope seeds are saved first and restored after (a worker process is the loader's own)."""
+    stream = _stream(*keys)
+    saved = None if get_worker_info() is not None else _Saved()
+    try:
+        with mode(generator=stream, uncovered="ignore"):
+            yield stream
+    finally:
+        if saved is not None:
+            saved.restore()
 
 
 def _seed(keys: SampleKeys) -> None:
