@@ -11,8 +11,9 @@ so that their start is not counted; each configuration reads a warm-up epoch fir
     python3 benchmarks/data.py [samples]
 
 It ends with the pieces' costs, in one process: each generator's seeding (per sample), a routed torch.randn(64)
-against torch's own, the keys, and the saving and restoring of the main process's generators (per batch); then the
-loader's reading of a batch of one timed warm and inside torch's loop, in the main process and in a worker.
+against torch's own, the keys, the saving and restoring of the main process's generators and a collate_fn's scope
+(per batch); then the loader's reading of a batch of one timed warm and inside torch's loop, in the main process and
+in a worker.
 """
 import multiprocessing
 import os
@@ -120,6 +121,9 @@ def pieces(rounds=9, number=2000):
         with torch_rngx.mode(generator=g, uncovered="ignore"):
             return torch.randn(64)
 
+    scoped = torch_rngx.data.DataLoader(range(8), seed=0)._scoped
+    scoped._batch = (0, 0)  # as after reading batch 0 of epoch 0
+
     calls = {
         "torch.default_generator.manual_seed (per sample)": lambda: torch.default_generator.manual_seed(2132911612),
         "random.seed, 64 bits": lambda: random.seed(12951537266777458841),
@@ -138,6 +142,8 @@ def pieces(rounds=9, number=2000):
         "NumPy's saved and restored: get_state, set_state": lambda: np.random.set_state(np.random.get_state()),
         "NumPy's saved and restored: the loader's copy of its words (per batch, main process)": (
             lambda: torch_rngx.data._NumpyState().restore()),
+        "a collate_fn of yours (here one that returns its batch) in its batch's scope (per batch, main process)": (
+            lambda: scoped.collate(list, [])),
     }
     best = {name: min(timeit_us(f, number) for _ in range(rounds)) for name, f in calls.items()}
     torch.default_generator.set_state(state["torch"])
@@ -167,8 +173,8 @@ def in_the_loop(samples=4096, rounds=2000):
         return out
 
     def before_the_loop(scoped):
-        read(scoped, [(0, 7)])  # the first also prepares the mode's table (once a process)
-        return timeit_us(lambda: read(scoped, [(0, 7)]), rounds)
+        read(scoped, [(0, 7, 0)])  # the first also prepares the mode's table (once a process)
+        return timeit_us(lambda: read(scoped, [(0, 7, 0)]), rounds)
 
     def warm(worker_id):
         found.put(("worker", "before the loop", before_the_loop(torch.utils.data.get_worker_info().dataset)))
