@@ -113,7 +113,8 @@ def pieces(rounds=9, number=2000):
 
     import numpy as np
 
-    seed_python = torch_rngx.data._PythonState.seed
+    seed_python = torch_rngx.data._PythonState.seeder
+    seeds32 = [12951537266777458841 + 7919 * k for k in range(32)]
     g = torch_rngx.Generator(0)
     state = {"torch": torch.default_generator.get_state(), "python": random.getstate(), "numpy": np.random.get_state()}
 
@@ -121,16 +122,25 @@ def pieces(rounds=9, number=2000):
         with torch_rngx.mode(generator=g, uncovered="ignore"):
             return torch.randn(64)
 
+    def routed_100():
+        with torch_rngx.mode(generator=g, uncovered="ignore"):
+            for _ in range(100):
+                torch.randn(64)
+
     scoped = torch_rngx.data.DataLoader(range(8), seed=0)._scoped
     scoped._batch = (0, 0)  # as after reading batch 0 of epoch 0
 
     calls = {
         "torch.default_generator.manual_seed (per sample)": lambda: torch.default_generator.manual_seed(2132911612),
         "random.seed, 64 bits": lambda: random.seed(12951537266777458841),
-        "random.seed's state written in place, the loader's (per sample)": lambda: seed_python(12951537266777458841),
+        "random.seed's state written in place, alone (mt_states of one seed, mt_put)": (
+            lambda: seed_python([12951537266777458841])(0)),
+        "random.seed's states written in place, the loader's: a batch of 32's made at once, then each (per sample)": (
+            lambda: [put(k) for put in [seed_python(seeds32)] for k in range(32)], 32),
         "np.random.seed, 32 bits (per sample)": lambda: np.random.seed(603562097),
         "torch.randn(64)": lambda: torch.randn(64),
         "torch.randn(64) routed, mode entered and left": routed,
+        "torch.randn(64) routed, inside an entered mode (a sample's call in the loader)": (routed_100, 100),
         "torch_rngx.data.sample_keys(seed, epoch, index), alone": lambda: torch_rngx.data.sample_keys(0, 0, 17),
         "the loader's keys of a batch of one (one call derives a batch's)": (
             lambda: torch_rngx.data._sample_keys((5, 0), [17])),
@@ -145,7 +155,8 @@ def pieces(rounds=9, number=2000):
         "a collate_fn of yours (here one that returns its batch) in its batch's scope (per batch, main process)": (
             lambda: scoped.collate(list, [])),
     }
-    best = {name: min(timeit_us(f, number) for _ in range(rounds)) for name, f in calls.items()}
+    per = {name: call if isinstance(call, tuple) else (call, 1) for name, call in calls.items()}  # (f, its samples)
+    best = {name: min(timeit_us(f, number) for _ in range(rounds)) / n for name, (f, n) in per.items()}
     torch.default_generator.set_state(state["torch"])
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])

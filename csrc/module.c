@@ -2,8 +2,8 @@
  * table's rows (kernels/op_table.h), from which torch_rngx/_spec.py derives each op's words per element and one-call
  * form; the switch between Philox paths (csrc/kernels/simd.h), which tests and benchmarks use to run every path; and
  * set_journal, which hands the C++ step the checkpoint journal (journal.h); and steps_made and give_back, through
- * which a call that raises gives back the blocks its steps took (steps.h); and fold_in_split and mt_seed, the data
- * loader's keys of a batch without tensors and its seeding of Python's random in place.
+ * which a call that raises gives back the blocks its steps took (steps.h); and fold_in_split, mt_states and mt_put, the
+ * data loader's keys of a batch without tensors and its seeding of Python's random in place.
  * It uses functions of the C API only, never its data (no Py_None, no PyExc_*): data symbols are bound when the
  * library loads, functions on first call, so a program without Python (examples/aoti_cpp) can dlopen this
  * library with RTLD_LAZY for its ops. */
@@ -121,6 +121,17 @@ static PyObject *simd_paths(PyObject *self, PyObject *args) {
   return paths;
 }
 
+/* Raises the builtin exception `type` ("ValueError", ...) with the message format % text; returns NULL. The type is
+ * looked up, not linked (PyExc_* are data). */
+static PyObject *raise_builtin(const char *type, const char *format, const char *text) {
+  PyObject *builtins = PyImport_ImportModule("builtins");
+  PyObject *error = builtins != NULL ? PyObject_GetAttrString(builtins, type) : NULL;
+  Py_XDECREF(builtins);
+  if (error != NULL) PyErr_Format(error, format, text);
+  Py_XDECREF(error);
+  return NULL;
+}
+
 static PyObject *set_simd(PyObject *self, PyObject *args) {
   const char *want;
   (void)self;
@@ -128,13 +139,7 @@ static PyObject *set_simd(PyObject *self, PyObject *args) {
   for (int p = 0; p < RNGX_SIMD_COUNT; ++p)
     if (strcmp(want, rngx_simd_name((rngx_simd)p)) == 0 && rngx_simd_select((rngx_simd)p) == 0)
       return Py_BuildValue(""); /* None */
-  PyObject *builtins = PyImport_ImportModule("builtins");
-  PyObject *value_error = builtins != NULL ? PyObject_GetAttrString(builtins, "ValueError") : NULL;
-  Py_XDECREF(builtins);
-  if (value_error == NULL) return NULL;
-  PyErr_Format(value_error, "set_simd: %s is not a path this build and CPU run", want);
-  Py_DECREF(value_error);
-  return NULL;
+  return raise_builtin("ValueError", "set_simd: %s is not a path this build and CPU run", want);
 }
 
 /* ---- what this library was built with (python -m torch_rngx prints it) ---- */
@@ -277,45 +282,102 @@ static PyObject *fold_in_split(PyObject *self, PyObject *args) {
 
 /* ---- Python's random, seeded in place ---- */
 
-/* mt_seed(random, offset, seed): what random.seed(seed) does to a random.Random's Mersenne Twister for an int seed in
- * [0, 2^64), written into the object at `offset` bytes (CPython's RandomObject: `int index; uint32_t state[624]`,
- * found and checked against getstate() by torch_rngx/data.py, which also clears gauss_next as random.seed does).
- * The state is MT19937's init_by_array of the seed's 32-bit words, least significant first, as many as its bits
- * need (at least one), after init_genrand(19650218), which is the same for every seed and is made once here; the
- * index is 624. The two mixing loops, each step waiting on the last, are most of random.seed's 5.5 µs a sample of the
- * data loader's; without its first loop and its Python frames this takes 3.6. */
-enum { MT_N = 624 };
+/* What random.seed(seed) makes of a random.Random's Mersenne Twister for an int seed in [0, 2^64), as CPython's
+ * RandomObject holds it (`int index; uint32_t state[624]`, found and checked against getstate() by
+ * torch_rngx/data.py, which also clears gauss_next as random.seed does): init_by_array of the seed's 32-bit words,
+ * least significant first, as many as its bits need (at least one), after init_genrand(19650218), which is the same
+ * for every seed and is made once here; the index is 624. Each of init_by_array's 1247 steps waits on the last, so
+ * one seed takes 3.2-3.6 µs here; `lanes` seeds mixed side by side (word w of lane l at mt[w * lanes + l]) overlap
+ * their steps, and sixteen take 1.1-1.3 µs each. */
+enum { MT_N = 624, MT_LANES = 16 };
+typedef struct {
+  int index;
+  uint32_t state[MT_N];
+} mt_object_state;
 
-static PyObject *mt_seed(PyObject *self, PyObject *args) {
-  PyObject *random;
-  Py_ssize_t offset;
-  unsigned long long seed;
+static uint32_t mt_start[MT_N]; /* init_genrand(19650218) */
+
+/* Inlined with `lanes` a constant at each call: the loops over lanes vectorise. */
+static inline __attribute__((always_inline)) void mt_mix(const uint64_t *seeds, int lanes, uint32_t *mt,
+                                                         mt_object_state *out) {
+  uint32_t add[2][MT_LANES]; /* what step s adds: key[j] + j, j = s mod (the seed's words) */
+  for (int l = 0; l < lanes; ++l) {
+    const uint32_t low = (uint32_t)seeds[l], high = (uint32_t)(seeds[l] >> 32);
+    add[0][l] = low, add[1][l] = high != 0 ? high + 1 : low;
+  }
+  for (int w = 0; w < MT_N; ++w)
+    for (int l = 0; l < lanes; ++l) mt[w * lanes + l] = mt_start[w];
+  const size_t width = sizeof(uint32_t) * (size_t)lanes;
+  size_t i = 1;
+  for (size_t s = 0; s < MT_N; ++s) {
+    uint32_t *row = mt + i * (size_t)lanes;
+    const uint32_t *last = row - lanes, *a = add[s & 1];
+    for (int l = 0; l < lanes; ++l) row[l] = (row[l] ^ ((last[l] ^ (last[l] >> 30)) * 1664525u)) + a[l];
+    if (++i >= MT_N) memcpy(mt, mt + (MT_N - 1) * lanes, width), i = 1;
+  }
+  for (size_t s = 1; s < MT_N; ++s) {
+    uint32_t *row = mt + i * (size_t)lanes;
+    const uint32_t *last = row - lanes, minus = (uint32_t)i;
+    for (int l = 0; l < lanes; ++l) row[l] = (row[l] ^ ((last[l] ^ (last[l] >> 30)) * 1566083941u)) - minus;
+    if (++i >= MT_N) memcpy(mt, mt + (MT_N - 1) * lanes, width), i = 1;
+  }
+  for (int l = 0; l < lanes; ++l) {
+    out[l].index = MT_N;
+    out[l].state[0] = 0x80000000u;
+    for (int w = 1; w < MT_N; ++w) out[l].state[w] = mt[w * lanes + l];
+  }
+}
+
+/* mt_states(seeds) -> bytes: random.seed(seed)'s state for each seed of `seeds` (ints in [0, 2^64)), one after
+ * another, each as the object holds it; by sixteen, and one by one for a rest of under six (sixteen lanes cost about as
+ * much as five or six seeds alone). */
+static PyObject *mt_states(PyObject *self, PyObject *args) {
+  PyObject *list;
   (void)self;
-  if (!PyArg_ParseTuple(args, "OnK", &random, &offset, &seed)) return NULL;
-  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-  const size_t used = key[1] != 0 ? 2 : 1;
-  static uint32_t start[MT_N]; /* init_genrand(19650218), the same for every seed: made once */
-  if (start[MT_N - 1] == 0) {
-    uint32_t s = 19650218u;
-    for (uint32_t i = 0; i < MT_N; ++i) start[i] = s, s = 1812433253u * (s ^ (s >> 30)) + i + 1;
+  if (!PyArg_ParseTuple(args, "O", &list)) return NULL;
+  const Py_ssize_t n = PySequence_Size(list);
+  if (n < 0) return NULL;
+  uint64_t *seeds = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n + MT_LANES));
+  uint32_t *mt = PyMem_Malloc(sizeof(uint32_t) * MT_N * MT_LANES);
+  PyObject *out = seeds == NULL || mt == NULL ? PyErr_NoMemory()
+                                              : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(mt_object_state) * n);
+  for (Py_ssize_t k = 0; out != NULL && k < n + MT_LANES; ++k) {
+    PyObject *item = k < n ? PySequence_GetItem(list, k) : NULL;
+    seeds[k] = item == NULL ? 0 : PyLong_AsUnsignedLongLong(item);
+    Py_XDECREF(item);
+    if (PyErr_Occurred() != NULL) Py_CLEAR(out);
   }
-  uint32_t mt[MT_N];
-  memcpy(mt, start, sizeof mt);
-  size_t i = 1, j = 0;
-  for (size_t k = MT_N; k > 0; --k) {
-    mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + (uint32_t)j;
-    if (++i >= MT_N) mt[0] = mt[MT_N - 1], i = 1;
-    if (++j >= used) j = 0;
+  if (out != NULL) {
+    if (mt_start[MT_N - 1] == 0) {
+      uint32_t s = 19650218u;
+      for (uint32_t w = 0; w < MT_N; ++w) mt_start[w] = s, s = 1812433253u * (s ^ (s >> 30)) + w + 1;
+    }
+    mt_object_state *states = (mt_object_state *)PyBytes_AsString(out), last[MT_LANES];
+    Py_ssize_t k = 0;
+    for (; n - k >= 6; k += MT_LANES) {
+      mt_mix(seeds + k, MT_LANES, mt, last);
+      memcpy(states + k, last, sizeof(mt_object_state) * (size_t)(n - k < MT_LANES ? n - k : MT_LANES));
+    }
+    for (; k < n; ++k) mt_mix(seeds + k, 1, mt, states + k);
   }
-  for (size_t k = MT_N - 1; k > 0; --k) {
-    mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - (uint32_t)i;
-    if (++i >= MT_N) mt[0] = mt[MT_N - 1], i = 1;
-  }
-  mt[0] = 0x80000000u;
-  char *at = (char *)random + offset;
-  const int index = MT_N;
-  memcpy(at, &index, sizeof index);
-  memcpy(at + sizeof index, mt, sizeof mt);
+  PyMem_Free(seeds);
+  PyMem_Free(mt);
+  return out;
+}
+
+/* mt_put(random, offset, states, k): state k of mt_states' bytes written into the random.Random `random` at
+ * `offset` bytes (its index and words). */
+static PyObject *mt_put(PyObject *self, PyObject *args) {
+  PyObject *random, *states;
+  Py_ssize_t offset, k;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "OnOn", &random, &offset, &states, &k)) return NULL;
+  char *bytes;
+  Py_ssize_t size;
+  if (PyBytes_AsStringAndSize(states, &bytes, &size) < 0) return NULL;
+  if (k < 0 || (k + 1) * (Py_ssize_t)sizeof(mt_object_state) > size)
+    return raise_builtin("IndexError", "mt_put: %s", "k is not a state of `states`");
+  memcpy((char *)random + offset, bytes + k * (Py_ssize_t)sizeof(mt_object_state), sizeof(mt_object_state));
   return none();
 }
 
@@ -345,9 +407,12 @@ static PyMethodDef methods[] = {
     {"fold_in_split", fold_in_split, METH_VARARGS,
      "fold_in_split(seed, offset, data, num) -> bytearray: for each d of data (ints in [0, 2^64)), the num keys of "
      "split(fold_in((seed, offset), d), num) as the ops derive them, in split's order, two native int64 words each."},
-    {"mt_seed", mt_seed, METH_VARARGS,
-     "mt_seed(random, offset, seed): random.seed(seed)'s Mersenne Twister state for an int seed in [0, 2^64), written "
-     "into the random.Random `random` at `offset` (its index and words; gauss_next is the caller's to clear)."},
+    {"mt_states", mt_states, METH_VARARGS,
+     "mt_states(seeds) -> bytes: random.seed(seed)'s Mersenne Twister state for each int seed in [0, 2^64) of `seeds`, "
+     "one after another, each as CPython's random.Random holds it (int index; uint32 state[624])."},
+    {"mt_put", mt_put, METH_VARARGS,
+     "mt_put(random, offset, states, k): state k of mt_states' bytes written into the random.Random `random` at "
+     "`offset` bytes (its index and words; gauss_next is the caller's to clear)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -157,23 +157,35 @@ def test_the_main_processs_python_state_is_restored_whole(before, monkeypatch):
 
 
 @pytest.mark.parametrize("layout", ["found", "the layout check failed"])
-def test_python_is_seeded_as_random_seed_seeds_it(layout, monkeypatch):
-    """The loader seeds Python's random by writing random.seed's Mersenne Twister state in place (_C.mt_seed): the
-    state, the next draws and the dropped gauss cache are random.seed's, for seeds of one and two 32-bit words and at
-    the ends of [0, 2^64); where the layout check found nothing, it calls random.seed."""
+@pytest.mark.parametrize("batch", [1, 5, 6, 16, 21, 22, 29])
+def test_python_is_seeded_as_random_seed_seeds_it(layout, batch, monkeypatch):
+    """The loader seeds Python's random by writing random.seed's Mersenne Twister state in place (_C.mt_states makes a
+    batch's states, sixteen side by side and a rest of under six one by one; _C.mt_put writes one): the state, the
+    next draws and the dropped gauss cache are random.seed's, for seeds of one and two 32-bit words and at the ends of
+    [0, 2^64), in every lane; where the layout check found nothing, it calls random.seed."""
     if layout == "found":
         assert torch_rngx.data._PythonState._find(), "the layout check found CPython's RandomObject"
     else:
         monkeypatch.setattr(torch_rngx.data._PythonState, "_address", 0)
     seeds = [0, 1, 5, (1 << 31), (1 << 32) - 1, 1 << 32, (1 << 33) + 7, 1 << 63, (1 << 64) - 1]
-    seeds += [random.Random(i).getrandbits(64) for i in range(20)]
-    for seed in seeds:
-        random.seed(seed)
+    seeds += [random.Random(i).getrandbits(64 if i % 2 else 32) for i in range(20)]
+    seeds = seeds[-batch:] if batch % 2 else seeds[:batch]
+    put = torch_rngx.data._PythonState.seeder(seeds)
+    for k in reversed(range(batch)):
+        random.seed(seeds[k])
         want = random.getstate(), random.random(), random.gauss(0.0, 1.0)
         while random.random.__self__.gauss_next is None:  # a normal cached, which seeding drops
             random.gauss(0.0, 1.0)
-        torch_rngx.data._PythonState.seed(seed)
-        assert (random.getstate(), random.random(), random.gauss(0.0, 1.0)) == want, seed
+        put(k)
+        assert (random.getstate(), random.random(), random.gauss(0.0, 1.0)) == want, seeds[k]
+
+
+def test_a_python_state_out_of_range_is_refused():
+    """mt_put checks k against the states it is given, as nothing else would stop a write from past their end."""
+    states = torch_rngx._C.mt_states([1, 2])
+    address = torch_rngx.data._PythonState._located()
+    with pytest.raises(IndexError, match="k is not a state"):
+        torch_rngx._C.mt_put(random.Random(), address - id(random.random.__self__), states, 2)
 
 
 def test_the_loaders_keys_are_the_ops_keys():
