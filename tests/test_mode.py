@@ -37,6 +37,11 @@ CASES = [
     ("rand_size_dtype", lambda x: torch.rand((3, 5), dtype=torch.float64),
      lambda g, x: torch_rngx.rand_like(torch.empty(3, 5, dtype=torch.float64), generator=g)),
     ("randn", lambda x: torch.randn(3, 5), lambda g, x: torch_rngx.randn_like(torch.empty(3, 5), generator=g)),
+    ("randn_size_tuple", lambda x: torch.randn((3, 5)), lambda g, x: torch_rngx.randn_like(torch.empty(3, 5), generator=g)),
+    ("rand_size_list", lambda x: torch.rand([3, 5]), lambda g, x: torch_rngx.rand_like(torch.empty(3, 5), generator=g)),
+    ("rand_Size", lambda x: torch.rand(torch.Size([3, 5])),
+     lambda g, x: torch_rngx.rand_like(torch.empty(3, 5), generator=g)),
+    ("randn_0_dim", lambda x: torch.randn(()), lambda g, x: torch_rngx.randn_like(torch.empty(()), generator=g)),
     ("randint_low_high", lambda x: torch.randint(3, 10, (3, 5)),
      lambda g, x: torch_rngx.randint_like(torch.empty(3, 5), 3, 10, dtype=torch.int64, generator=g)),
     ("randint_high", lambda x: torch.randint(10, (3, 5), dtype=torch.int32),
@@ -121,6 +126,21 @@ def _under(call, x, seed=7):
     with torch_rngx.mode(generator=g):
         out = call(x)
     return out, g.state
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_a_routed_creation_call_takes_the_default_dtype(dtype):
+    """torch.rand(3, 5) and torch.randn((3, 5)) make torch's default dtype, whatever it is set to."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        for call, ours in [(torch.rand, torch_rngx.rand_like), (torch.randn, torch_rngx.randn_like)]:
+            out, state = _under(lambda x: call((3, 5)), x35)
+            g = Generator(7)
+            want = ours(torch.empty(3, 5, dtype=dtype), generator=g)
+            assert out.dtype == dtype and torch.equal(out, want) and torch.equal(state, g.state)
+    finally:
+        torch.set_default_dtype(previous)
 
 
 @pytest.mark.parametrize("name,call,ours", CASES + INIT_CASES, ids=[c[0] for c in CASES + INIT_CASES])

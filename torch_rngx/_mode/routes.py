@@ -49,8 +49,6 @@ def _created(out, requires_grad):
 
 
 def _new(size, kwargs):
-    if not kwargs:  # torch.empty parses keywords at a cost of its own
-        return torch.empty(size)
     return torch.empty(size, dtype=kwargs.get("dtype") or torch.get_default_dtype(), device=kwargs.get("device"))
 
 
@@ -106,8 +104,12 @@ def _drawn(kind, sampler, like, g, requires_grad):
 
 
 def _creation(kind, sampler):
+    params = _DEFAULTS[kind]
+
     def route(g, *args, **kwargs):
-        if kwargs and not _plain(kwargs):
+        if not kwargs:  # torch.rand(2, 3) or torch.rand((2, 3)): torch.empty reads both, in the default (float) dtype
+            return draw(kind, torch.empty(*args), g, *params)
+        if not _plain(kwargs):
             return None
         size = _size(args, kwargs)
         return _drawn(kind, sampler, _new(size, kwargs), g, kwargs.get("requires_grad", False))
