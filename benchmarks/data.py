@@ -13,7 +13,7 @@ so that their start is not counted; each configuration reads a warm-up epoch fir
 It ends with the pieces' costs, in one process: each generator's seeding (per sample), a routed torch.randn(64)
 against torch's own, the keys, the saving and restoring of the main process's generators and a collate_fn's scope
 (per batch); then the loader's reading of a batch of one timed warm and inside torch's loop, in the main process and
-in a worker.
+in a worker, and torch's own calls timed the same way in torch's own loader.
 """
 import multiprocessing
 import os
@@ -210,6 +210,48 @@ def in_the_loop(samples=4096, rounds=2000):
         print(f"{us:8.1f}  {where}, {when}")
 
 
+def torchs_calls_in_the_loop(samples=4096, rounds=2000):
+    """The same question for torch's own calls in torch's own loader: µs of four tensor calls (torch.randn(64),
+    torch.empty(64), a view and an unbind), as a dataset of torch's DataLoader makes them in a forked worker: before
+    its loop, in each batch of one as the loop reads it, and `rounds` times one after another from inside one batch
+    halfway through the epoch. Where the last is the first's, the worker's process is not slower in its loop; each
+    batch's calls are, after its wait on the queue."""
+    found = multiprocessing.get_context("fork").SimpleQueue()
+
+    def calls():
+        x = torch.randn(64)
+        torch.empty(64)
+        x.view(8, 8).unbind()
+        return x
+
+    class Timed(Dataset):
+        spent, read = 0.0, 0
+
+        def __len__(self):
+            return samples
+
+        def __getitem__(self, i):
+            self.read += 1
+            if self.read == samples // 2:
+                found.put(("a worker, one after another inside one batch", timeit_us(calls, rounds)))
+            start = time.perf_counter()
+            x = calls()
+            self.spent += (time.perf_counter() - start) * 1e6
+            if self.read == samples:
+                found.put(("a worker, in the loop", self.spent / samples))
+            return x
+
+    def warm(worker_id):
+        found.put(("a worker, before the loop", timeit_us(calls, rounds)))
+
+    for _ in DataLoader(Timed(), 1, num_workers=1, worker_init_fn=warm, multiprocessing_context="fork"):
+        pass
+    print("\ntorch's own calls in torch's own loader (torch.randn(64), torch.empty(64), a view, an unbind), µs")
+    for _ in range(3):
+        where, us = found.get()
+        print(f"{us:8.1f}  {where}")
+
+
 def timeit_us(f, number):
     start = time.perf_counter()
     for _ in range(number):
@@ -229,3 +271,4 @@ if __name__ == "__main__":
     print(f"load average (1 min) {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
     pieces()
     in_the_loop()
+    torchs_calls_in_the_loop()
