@@ -300,25 +300,26 @@ $(CUDA_VENV)/.vision-stamp: $(CUDA_VENV)/.stamp
 	  "compressai==$(COMPRESSAI_VERSION)" "timm==$(TIMM_VERSION)"
 	touch $@
 
-# Lightning and Accelerate, which run training loops over a user's DataLoader (tests/test_lightning_data.py: torch_rngx.data
-# in Lightning's single-device and DDP training, its checkpoints and resume; Accelerate's prepare()). A stamp of its own.
+# Lightning, Accelerate and Hugging Face's Trainer, which run training loops over a user's DataLoader
+# (tests/test_lightning_data.py: torch_rngx.data in Lightning's single-device and DDP training, its checkpoints and
+# resume; Accelerate's prepare(); tests/test_hf_trainer_data.py: the Trainer's workers and resume). A stamp of its own.
 LIGHTNING_VERSION ?= 2.6.6
 ACCELERATE_VERSION ?= 1.16.0
 
-$(CUDA_VENV)/.lightning-stamp: $(CUDA_VENV)/.stamp
+$(CUDA_VENV)/.frameworks-stamp: $(CUDA_VENV)/.stamp
 	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" "lightning==$(LIGHTNING_VERSION)" \
-	  "accelerate==$(ACCELERATE_VERSION)"
+	  "accelerate==$(ACCELERATE_VERSION)" "transformers==$(TRANSFORMERS_VERSION)"
 	touch $@
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda). Under `make test` these tests skip.
 # Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it,
 # and the docs' blocks that need torch >= 2.14, CompressAI under torch_rngx.mode and timm models after nn.convert, and
-# torch_rngx.data under Lightning and Accelerate.
-interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp $(CUDA_VENV)/.lightning-stamp
+# torch_rngx.data under Lightning, Accelerate and the Trainer.
+interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp $(CUDA_VENV)/.frameworks-stamp
 	RNGX_REQUIRE_VISION=1 RNGX_REQUIRE_LIGHTNING=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/test_interop.py tests/test_compressai_mode.py tests/test_timm.py tests/test_torchvision_data.py \
-	  tests/test_lightning_data.py
+	  tests/test_lightning_data.py tests/test_hf_trainer_data.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_torch_private.py  # torch's private names on 2.14
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_training.py -k "checkpointing or reentrant or recomputation"
 	$(CUDA_VENV)/bin/python tools/docs_check.py --needing "torch>=2.14"
