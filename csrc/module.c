@@ -375,7 +375,7 @@ static PyObject *mt_put(PyObject *self, PyObject *args) {
   char *bytes;
   Py_ssize_t size;
   if (PyBytes_AsStringAndSize(states, &bytes, &size) < 0) return NULL;
-  if (k < 0 || (k + 1) * (Py_ssize_t)sizeof(mt_object_state) > size)
+  if (k < 0 || k >= size / (Py_ssize_t)sizeof(mt_object_state))
     return raise_builtin("IndexError", "mt_put: %s", "k is not a state of `states`");
   memcpy((char *)random + offset, bytes + k * (Py_ssize_t)sizeof(mt_object_state), sizeof(mt_object_state));
   return none();

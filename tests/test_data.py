@@ -184,8 +184,9 @@ def test_a_python_state_out_of_range_is_refused():
     """mt_put checks k against the states it is given, as nothing else would stop a write from past their end."""
     states = torch_rngx._C.mt_states([1, 2])
     address = torch_rngx.data._PythonState._located()
-    with pytest.raises(IndexError, match="k is not a state"):
-        torch_rngx._C.mt_put(random.Random(), address - id(random.random.__self__), states, 2)
+    for k in (2, -1, 2**62):  # past the end, before it, and far enough that k times a state's size overflows
+        with pytest.raises(IndexError, match="k is not a state"):
+            torch_rngx._C.mt_put(random.Random(), address - id(random.random.__self__), states, k)
 
 
 def test_the_loaders_keys_are_the_ops_keys():
