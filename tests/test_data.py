@@ -633,7 +633,21 @@ def test_a_state_dict_of_another_dataset_length_is_refused():
     ((0, 1 << 64, 0), ValueError, "epoch must be in"),
     ((0, 0, -1), ValueError, "index must be in"),
     ((0, 0.5, 0), TypeError, "epoch must be an int"),
+    ((0, True, 0), TypeError, "epoch must be an int, got bool"),
+    ((0, 0, [3]), TypeError, "index must be an int, got list"),
+    ((0, torch.tensor([1, 2]), 0), TypeError, "epoch must be an int, got Tensor"),
 ])
 def test_sample_keys_checks_its_arguments(args, error, message):
     with pytest.raises(error, match=message):
         sample_keys(*args)
+
+
+@pytest.mark.key_reuse_ok("derives the same sample's keys again, each time to compare with the first")
+def test_sample_keys_takes_numpy_integers_and_caches_nothing_that_shows():
+    """A NumPy integer (or a 0-dim integer tensor) stands for its int, as the loader's own arguments do; the epoch's
+    words are cached by (seed, epoch), and 40 epochs in turn (past the cache) give the keys they gave the first time."""
+    first = {e: sample_keys(7, e, 3) for e in range(40)}
+    for e in reversed(range(40)):
+        for seed, epoch, index in [(7, e, 3), (np.uint64(7), np.int64(e), np.int32(3)), (7, torch.tensor(e), 3)]:
+            got = sample_keys(seed, epoch, index)
+            assert torch.equal(got.key, first[e].key) and got[1:] == first[e][1:]
