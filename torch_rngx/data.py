@@ -141,15 +141,16 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
         ...     crop = torch.randint(0, 8, (2,))   # what sample 17 draws in epoch 2, in any worker
     """
     seed, epoch, index = (_int_in(v, name, 0, _U64) for v, name in ((seed, "seed"), (epoch, "epoch"), (index, "index")))
-    found = _sample_keys(_samples_words(seed, epoch), [index])[0]
+    found = _sample_keys(_epoch_words(seed, epoch, _SAMPLES), [index])[0]
     return SampleKeys(found.key.clone(), *found[1:])  # a key of its own, not a view of the batch's
 
 
 @functools.lru_cache(maxsize=16)
-def _samples_words(seed: int, epoch: int) -> tuple[int, int]:
-    """The words of the key of an epoch's samples, fold_in(fold_in(key(seed), epoch), 1): tensor ops that took most of
-    a call, made once for the calls of a loop of yours over one epoch (22-40 µs once, then 7 µs a call here)."""
-    words = _epoch_child(key(seed), epoch, _SAMPLES).tolist()
+def _epoch_words(seed: int, epoch: int, child: int) -> tuple[int, int]:
+    """The words of a child of the epoch's key, fold_in(fold_in(key(seed), epoch), child) (its samples', its batches'
+    or its workers'): tensor ops that took most of a sample_keys call (22-40 µs), derived once an epoch in a process,
+    for a loop of yours as for the loader."""
+    words = _epoch_child(key(seed), epoch, child).tolist()
     return words[0], words[1]
 
 
@@ -214,9 +215,8 @@ class _Scoped(Dataset):
     next (torch's fetchers read a batch, then collate it), and a collate function of yours runs under that batch's
     scope (collate). In a worker, get_worker_info().dataset is this view: `.dataset` is yours."""
 
-    def __init__(self, dataset: Any, root: Tensor, rank: int, world_size: int) -> None:
-        self.dataset, self.root, self.rank, self.world_size = dataset, root, rank, world_size
-        self._words: dict[int, tuple[int, list[int]]] = {}  # child -> (epoch, that child's key's words), per process
+    def __init__(self, dataset: Any, seed: int, rank: int, world_size: int) -> None:
+        self.dataset, self.seed, self.rank, self.world_size = dataset, seed, rank, world_size
         self._batch: Optional[tuple[int, int]] = None  # (epoch, position) of the batch read last
 
     def __getitem__(self, tagged: tuple[int, int, int]) -> Any:
@@ -232,17 +232,10 @@ class _Scoped(Dataset):
         self._batch = (epoch, position)
         with function_modes_set_aside():
             indices = [i for _, i, _ in tagged]
-            keys = _sample_keys(self._epoch_words(epoch, _SAMPLES), indices)
+            keys = _sample_keys(_epoch_words(self.seed, epoch, _SAMPLES), indices)
             seeds = _Seeds(keys)
             with _scope(*(k.key for k in keys)) as stream:  # moved onto each sample's key in turn
                 return [self._read(stream, seeds, k, index) for k, index in enumerate(indices)]
-
-    def _epoch_words(self, epoch: int, child: int) -> list[int]:
-        """The words of the epoch's key's child (its samples' or its batches'), derived once an epoch in a process."""
-        cached = self._words.get(child)
-        if cached is None or cached[0] != epoch:
-            cached = self._words[child] = (epoch, _epoch_child(self.root, epoch, child).tolist())
-        return cached[1]
 
     def _read(self, stream: Generator, seeds: _Seeds, k: int, index: int) -> Any:
         seeds.seed(k)
@@ -256,8 +249,7 @@ class _Scoped(Dataset):
         assert self._batch is not None, "torch's fetcher collates the batch it has just read"
         epoch, position = self._batch
         with function_modes_set_aside():
-            words = self._epoch_words(epoch, _BATCHES)
-            keys = _sample_keys(words, [position * self.world_size + self.rank])
+            keys = _sample_keys(_epoch_words(self.seed, epoch, _BATCHES), [position * self.world_size + self.rank])
             with _scope(keys[0].key):
                 _Seeds(keys).seed(0)
                 return collate_fn(batch)
@@ -592,7 +584,7 @@ class DataLoader(torch.utils.data.DataLoader):
             pin_memory_device=pin_memory_device,
             in_order=in_order,
         )
-        self._world_size, self._scoped = world_size, _Scoped(dataset, root, rank, world_size)
+        self._world_size, self._scoped = world_size, _Scoped(dataset, seed, rank, world_size)
         self._epoch_source = batch_sampler if batch_sampler is not None else self.sampler  # told each epoch
         self._next = (0, 0)  # (epoch, batches to skip) of the next iteration
         self._tagged: Optional[_Tagged] = None  # the last iterator's
@@ -644,7 +636,8 @@ class DataLoader(torch.utils.data.DataLoader):
         view.__dict__["dataset"] = self._scoped
         view.__dict__["batch_sampler" if tagged.batched else "sampler"] = tagged
         view.__dict__["collate_fn"] = _Collate(self.collate_fn, self._scoped)
-        with mode(generator=_stream(_epoch_child(self._scoped.root, tagged.epoch, _WORKERS)), uncovered="ignore"):
+        workers = torch.tensor(_epoch_words(self.seed, tagged.epoch, _WORKERS))  # a state of its own, advanced
+        with mode(generator=_stream(workers), uncovered="ignore"):
             return build_dataloader_iterator(view)
 
     def state_dict(self) -> dict[str, Any]:
