@@ -122,6 +122,11 @@ def pieces(rounds=9, number=2000):
         with torch_rngx.mode(generator=g, uncovered="ignore"):
             return torch.randn(64)
 
+    def seed_python_batch():
+        put = seed_python(seeds32)  # the batch's states, made at once
+        for k in range(32):
+            put(k)
+
     def routed_100():
         with torch_rngx.mode(generator=g, uncovered="ignore"):
             for _ in range(100):
@@ -136,7 +141,7 @@ def pieces(rounds=9, number=2000):
         "random.seed's state written in place, alone (mt_states of one seed, mt_put)": (
             lambda: seed_python([12951537266777458841])(0)),
         "random.seed's states written in place, the loader's: a batch of 32's made at once, then each (per sample)": (
-            lambda: [put(k) for put in [seed_python(seeds32)] for k in range(32)], 32),
+            seed_python_batch, 32),
         "np.random.seed, 32 bits (per sample)": lambda: np.random.seed(603562097),
         "torch.randn(64)": lambda: torch.randn(64),
         "torch.randn(64) routed, mode entered and left": routed,
