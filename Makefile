@@ -151,8 +151,9 @@ test-quick: $(PYTEST_DEPS)
 # On one whose best is AVX2, Inductor's code here is make test's own, so it shares make test's cache (on a 2-core
 # EPYC: 2 min 9 s warm against 6 min 12 s cold, docs/development.md).
 # Left out: the tests that compile only with aot_eager (the sweep of torch's random functions, the diffusers step, the
-# Hugging Face models' bitwise steps), whose compiled code runs eager's kernels, so there is no Inductor code to vary.
-COMPILED_VS_EAGER := -k "(compile or inductor or export) and not trains_bitwise_compiled_as_eager" \
+# Hugging Face models' bitwise steps), whose compiled code runs eager's kernels, so there is no Inductor code to vary;
+# and the ConvNeXt that torch's Inductor fails to compile at a second size, a torch bug whatever the CPU path (24 s).
+COMPILED_VS_EAGER := -k "(compile or inductor or export) and not trains_bitwise_compiled_as_eager and not second_size_fails" \
   --ignore=tests/test_mode_sweep.py --ignore=tests/test_diffusers.py --ignore=tests/test_mode_opinfo.py
 test-isa: $(PYTEST_DEPS)
 	@cap=$$($(PYTHON) -c "import torch; print(torch.backends.cpu.get_cpu_capability())"); \

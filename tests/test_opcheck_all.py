@@ -17,7 +17,7 @@ def test_opcheck_quick(case):
     case.check()
 
 
-@pytest.mark.slow("torch.library.opcheck on each sample: about 120 s in all")
+@pytest.mark.slow("torch.library.opcheck on each sample: about 220 s in all")
 @pytest.mark.parametrize("case", REST)
 def test_opcheck(case):
     case.check()
