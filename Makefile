@@ -19,7 +19,7 @@ RANDOM123 := $(wildcard /usr/include/Random123/philox.h)
 C_TEST_FLAGS := -std=c11 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Icsrc -Itorch_rngx/include $(if $(RANDOM123),-DRNGX_HAVE_RANDOM123)
 C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(wildcard tests/c/test_*.c)))
 
-.PHONY: all setup build test ctest pytest opinfo opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
+.PHONY: all setup build test ctest pytest opcheck opinfo opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
 	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check install-check docs-check \
 	docs docs-test lint
 
@@ -119,9 +119,17 @@ KEY_REUSE_CHECKED := RNGX_DEBUG_KEY_REUSE=raise
 PYTEST_DEPS := $(SO) $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp \
   $(VENV)/.ml-dtypes-stamp $(VENV)/.expecttest-stamp
 
+OPCHECK_EVERY_SAMPLE := tests/test_opcheck_all.py::test_opcheck_every_sample
+
 pytest: $(PYTEST_DEPS)
 	$(KEY_REUSE_CHECKED) $(PYTEST) tests --ignore=tests/test_distributed.py --ignore=tests/test_docs_site.py \
-	  --ignore=tests/test_mode_opinfo.py
+	  --ignore=tests/test_mode_opinfo.py --deselect $(OPCHECK_EVERY_SAMPLE)
+
+# torch.library.opcheck on every sample (1706; tests/test_opcheck_all.py, whose quick subset make test runs), a CI
+# target of its own: about 220 s of one core, AOTAutograd on each sample, so it keeps make test within 12 minutes on
+# two cores. The samples are spread over the workers one by one (--dist load): they share nothing a module builds.
+opcheck: $(PYTEST_DEPS)
+	$(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist load $(OPCHECK_EVERY_SAMPLE)
 
 # PyTorch's OpInfo samples of its random ops under torch_rngx.mode (issue 43), a CI target of its own (minutes of
 # one core, finding the samples that draw among all of op_db's): `make opinfo` runs every sample eager and each
