@@ -97,12 +97,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow(why): seconds of CPU or more; make test-quick leaves it out")
 
 
-# The modules that take longest, heaviest first (141, 63, 53, 38 and 35 s of a worker in `make test` on the AVX2
-# EPYC; test_data.py 80 s alone on a loaded 2-core Xeon, 37 s of CPU). xdist's loadfile hands each worker the next
-# whole module in collection order, so a long module collected last leaves the other worker idle for its length;
-# started first, they run beside the short ones.
-SLOWEST_FIRST = ["test_opcheck_all.py", "test_training.py", "test_data.py", "test_third_party.py", "test_compile.py",
-                 "test_aoti.py"]
+# The modules that take longest, heaviest first (in `make test` on the 2-core Xeon with Inductor's cache empty, as in
+# CI: about 135, 103, 50, 47 and 65 s of a worker; opcheck's every sample, which led at 219 s, is make opcheck's now).
+# xdist's loadfile hands each worker the next whole module in collection order, so a long module collected last leaves
+# the other worker idle for its length; started first, they run beside the short ones.
+SLOWEST_FIRST = ["test_third_party.py", "test_compile.py", "test_training.py", "test_data.py", "test_aoti.py"]
 
 
 def pytest_collection_modifyitems(items):
