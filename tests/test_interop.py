@@ -1,11 +1,14 @@
 """Interop with torch.func._random (torch >= 2.14): a torch key is a torch_rngx state and vice versa, and with
 the same key both give bitwise the same uniform values (float32, float16, bfloat16, float64), split and fold_in
-keys, batched-key values and, where torch has it (2.15), bits. `make interop` runs this under torch 2.14.1;
-under older torch (`make test`) the whole module skips.
+keys, batched-key values and, where torch has it (2.15), bits. `make interop` runs this under torch 2.14.1 and under
+torch 2.15.0, there with RNGX_REQUIRE_BITS=1, so that bits cannot skip; under older torch (`make test`) the whole
+module skips.
 
 Bounds that are not values of the output dtype (e.g. [0.1, 0.7)) agree too: both round low and high to the dtype
 and their difference, in float32, to the dtype again (docs/stream.md, "uniform"). float64 computes
 low + u * (high - low) in double, with no fused multiply-add on either side."""
+import os
+
 import pytest
 import torch
 
@@ -21,6 +24,9 @@ try:
     R.uniform(R.key(0), 1)
 except (RuntimeError, NotImplementedError) as e:
     pytest.skip(f"torch.func._random has no CPU kernels in torch {torch.__version__}: {e}", allow_module_level=True)
+
+if os.environ.get("RNGX_REQUIRE_BITS") == "1" and not hasattr(R, "bits"):
+    raise ImportError(f"RNGX_REQUIRE_BITS=1, but torch {torch.__version__} has no torch.func._random.bits")
 
 from torch_rngx import functional as F  # noqa: E402
 

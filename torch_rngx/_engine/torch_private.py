@@ -20,9 +20,9 @@ import torch.utils._python_dispatch  # noqa: F401  (TorchDispatchMode, below)
 import torch.utils.checkpoint
 import torch.utils.data
 
-# The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test) and
-# 2.14.1 (make interop); 2.10.0's sources (its .pyi stubs and Python modules) define every one of them.
-TESTED_ON = ("2.10.0", "2.13.0", "2.14.1")
+# The torch versions the names below were checked on: tests/test_torch_private.py runs on 2.13.0 (make test), 2.14.1
+# and 2.15.0 (make interop); 2.10.0's sources (its .pyi stubs and Python modules) define every one of them.
+TESTED_ON = ("2.10.0", "2.13.0", "2.14.1", "2.15.0")
 
 
 def _missing(name: str, use: str) -> ImportError:
