@@ -322,11 +322,10 @@ $(CUDA_VENV)/.frameworks-stamp: $(CUDA_VENV)/.stamp
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda), and by torch 2.15.0 (.venv-2.15,
-# make wheel-matrix's; ~5 GB, a minute from the local wheel store), whose torch.func._random has bits; the private
-# names we read and the checkpointing tests run there too. Under `make test` these tests skip.
-# Also the checkpoint tests there: the journal reads torch's checkpoint internals, so a second torch version checks it,
-# and the docs' blocks that need torch >= 2.14, CompressAI under torch_rngx.mode and timm models after nn.convert, and
-# torch_rngx.data under Lightning, Accelerate and the Trainer.
+# make wheel-matrix's; ~5 GB, a minute from the local wheel store), whose torch.func._random has bits. Under `make
+# test` these tests skip. Under both torch versions, the private names we read and the checkpoint tests (the journal
+# reads torch's checkpoint internals); under 2.14.1, the docs' blocks that need torch >= 2.14, CompressAI under
+# torch_rngx.mode and timm models after nn.convert, and torch_rngx.data under Lightning, Accelerate and the Trainer.
 interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp $(CUDA_VENV)/.frameworks-stamp .venv-2.15/.stamp
 	RNGX_REQUIRE_VISION=1 RNGX_REQUIRE_LIGHTNING=1 $(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/test_interop.py tests/test_compressai_mode.py tests/test_timm.py tests/test_torchvision_data.py \
