@@ -143,6 +143,50 @@ def test_a_routed_creation_call_takes_the_default_dtype(dtype):
         torch.set_default_dtype(previous)
 
 
+@pytest.mark.parametrize("name", ["uniform_", "normal_"])
+def test_an_in_place_fill_goes_to_the_draw_with_the_routes_values_errors_and_steps(name, monkeypatch):
+    """x.uniform_(a, b) and x.normal_(m, s) into a plain contiguous float tensor, with number parameters, go from the
+    route to the draw (routes._filled), without the give-back wrapper: the same values, errors and stream state as
+    the general in-place route, bad parameters and empty tensors included; anything else takes the general route."""
+    from torch_rngx._mode import routes
+
+    fast = routes.ROUTES[getattr(torch.Tensor, name)]
+    fill = routes._uniform_fill if name == "uniform_" else (
+        lambda g, t, mean=0.0, std=1.0: routes._NORMAL(t, mean, std, generator=g))
+    general = routes._giving_back(routes._in_place(fill))
+    wrapped = []
+    monkeypatch.setattr(routes, "atomic", lambda owner, *a, atomic=routes.atomic: wrapped.append(1) or atomic(owner, *a))
+
+    def outcome(route, x, args):
+        g = Generator(3)
+        try:
+            out = route(g, x, *args)
+            return out is x, x.clone(), g.get_state()
+        except (ValueError, TypeError, RuntimeError) as error:
+            return type(error), str(error), g.get_state()
+
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for shape in ((1,), (7, 5), (0,), ()):
+            for args in ((), (0.5, 2), (-3,), (1.0, 0.0), (0.0, math.inf), (2.0, -1.0)):
+                wrapped.clear()
+                got = outcome(fast, torch.zeros(shape, dtype=dtype), args)
+                assert not wrapped, "the direct path takes no give-back wrapper"
+                want = outcome(general, torch.zeros(shape, dtype=dtype), args)
+                assert got[0] == want[0] and torch.equal(got[2], want[2]), (dtype, shape, args, got, want)
+                assert torch.equal(got[1], want[1]) if got[0] is True else got[1] == want[1]
+    # (x, args, grad mode, whether the general route takes it)
+    others = [(torch.zeros(4, 6).t(), (), True, True), (torch.zeros(3, dtype=torch.complex64), (), True, True),
+              (torch.zeros(3), (torch.tensor(0.5),), True, True), (torch.zeros(3, requires_grad=True), (), False, False)]
+    for x, args, grad, general_route in others:
+        wrapped.clear()
+        with torch.set_grad_enabled(grad):
+            assert outcome(fast, x, args)[0] is True
+        assert bool(wrapped) == general_route, (x.shape, x.dtype, args)
+    wrapped.clear()
+    leaf = torch.zeros(3, requires_grad=True)
+    assert outcome(fast, leaf, ())[0] is RuntimeError and wrapped, "a leaf that requires grad: torch's refusal"
+
+
 @pytest.mark.parametrize("name,call,ours", CASES + INIT_CASES, ids=[c[0] for c in CASES + INIT_CASES])
 def test_routed_call_is_the_torch_rngx_call_and_leaves_torch_alone(name, call, ours):
     before = torch.get_rng_state()

@@ -219,6 +219,39 @@ def _in_place(fill, numbers=True):
     return route
 
 
+# The dtypes whose in-place uniform_ and normal_ may go straight to the draw (_filled): the real float ones our ops take.
+_FILLED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _filled(kind, route):
+    """uniform_ or normal_ as route (an _in_place route) does it; with number parameters only, into a plain contiguous
+    float tensor whose write torch cannot refuse (no gradient recorded, not an inference tensor, no shared memory),
+    straight from the route to the draw with the op's own check of the parameters, and copied in: nothing after the draw
+    can raise, so no give-back wrapper. torchvision's transforms draw each parameter as torch.empty(1).uniform_(a, b),
+    several a sample (RandomResizedCrop up to twenty), in a DataLoader sample's scope."""
+    check = checks.like_interval if kind == "uniform" else checks.like_mean_std
+    slow = _giving_back(route)
+
+    def fast(g, self, *args, **kwargs):
+        if (
+            kwargs
+            or len(args) > 2
+            or type(self) is not torch.Tensor
+            or self.dtype not in _FILLED_DTYPES
+            or not self.is_contiguous()
+            or (self.requires_grad and torch.is_grad_enabled())
+            or (not torch.compiler.is_compiling() and self.is_inference())  # which Dynamo cannot trace
+            or any(type(v) is not float and type(v) is not int for v in args)
+        ):
+            return slow(g, self, *args, **kwargs)
+        checks.writable(self, owner_of(g), "self", False)  # not the stream's own state
+        params = (*args, *(0.0, 1.0)[len(args) :])  # torch's defaults: from=0, to=1; mean=0, std=1
+        return self.copy_(draw(kind, self, g, *check(self, checks.LATER, *params, None)))
+
+    fast.draws_last = True
+    return fast
+
+
 def _uniform_fill(g, self, *args, **kwargs):
     """uniform_(from=0, to=1), positional or by torch's keyword names (any other keyword: torch's error)."""
     if kwargs.keys() - {"from", "to"}:
@@ -394,8 +427,8 @@ _ROUTES = {
     torch.normal: _normal,
     torch.bernoulli: _bernoulli,
     torch.Tensor.bernoulli: _bernoulli,
-    torch.Tensor.uniform_: _in_place(_uniform_fill),
-    torch.Tensor.normal_: _in_place(lambda g, t, mean=0.0, std=1.0: _NORMAL(t, mean, std, generator=g)),
+    torch.Tensor.uniform_: _filled("uniform", _in_place(_uniform_fill)),
+    torch.Tensor.normal_: _filled("normal", _in_place(lambda g, t, mean=0.0, std=1.0: _NORMAL(t, mean, std, generator=g))),
     torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g), numbers=False),
     torch.Tensor.random_: _in_place(_random_fill),
     torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
