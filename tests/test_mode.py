@@ -151,9 +151,7 @@ def test_an_in_place_fill_goes_to_the_draw_with_the_routes_values_errors_and_ste
     from torch_rngx._mode import routes
 
     fast = routes.ROUTES[getattr(torch.Tensor, name)]
-    fill = routes._uniform_fill if name == "uniform_" else (
-        lambda g, t, mean=0.0, std=1.0: routes._NORMAL(t, mean, std, generator=g))
-    general = routes._giving_back(routes._in_place(fill))
+    general = routes._giving_back(routes._in_place(routes._uniform_fill if name == "uniform_" else routes._normal_fill))
     wrapped = []
     monkeypatch.setattr(routes, "atomic", lambda owner, *a, atomic=routes.atomic: wrapped.append(1) or atomic(owner, *a))
 

@@ -219,7 +219,7 @@ def _in_place(fill, numbers=True):
     return route
 
 
-# The dtypes whose in-place uniform_ and normal_ may go straight to the draw (_filled): the real float ones our ops take.
+# The dtypes whose in-place uniform_ and normal_ may go straight to the draw (_filled): the real float ones of our ops.
 _FILLED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -258,6 +258,10 @@ def _uniform_fill(g, self, *args, **kwargs):
         return None
     bounds = [*args, *(kwargs.get(k, d) for k, d in (("from", 0.0), ("to", 1.0))[len(args) :])]
     return _UNIFORM(self, *bounds, generator=g)
+
+
+def _normal_fill(g, self, mean=0.0, std=1.0):
+    return _NORMAL(self, mean, std, generator=g)
 
 
 def _whole_range(dtype):
@@ -428,7 +432,7 @@ _ROUTES = {
     torch.bernoulli: _bernoulli,
     torch.Tensor.bernoulli: _bernoulli,
     torch.Tensor.uniform_: _filled("uniform", _in_place(_uniform_fill)),
-    torch.Tensor.normal_: _filled("normal", _in_place(lambda g, t, mean=0.0, std=1.0: _NORMAL(t, mean, std, generator=g))),
+    torch.Tensor.normal_: _filled("normal", _in_place(_normal_fill)),
     torch.Tensor.bernoulli_: _in_place(lambda g, t, p=0.5: rr.bernoulli_like(t, p, generator=g), numbers=False),
     torch.Tensor.random_: _in_place(_random_fill),
     torch.Tensor.exponential_: _in_place(lambda g, t, lambd=1.0: rr.exponential_like(t, lambd, generator=g)),
