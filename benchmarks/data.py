@@ -13,7 +13,8 @@ so that their start is not counted; each configuration reads a warm-up epoch fir
 It ends with the pieces' costs, in one process: each generator's seeding (per sample), a routed torch.randn(64)
 against torch's own, the keys, the saving and restoring of the main process's generators and a collate_fn's scope
 (per batch); then the loader's reading of a batch of one timed warm and inside torch's loop, in the main process and
-in a worker, and torch's own calls timed the same way in torch's own loader.
+in a worker, and torch's own calls timed the same way in torch's own loader. pipeline() (torchvision needed, so run on
+its own) times a torchvision augmentation alone, under a function mode that does nothing, and in the loader's scope.
 """
 import multiprocessing
 import os
@@ -255,6 +256,75 @@ def torchs_calls_in_the_loop(samples=4096, rounds=2000):
     for _ in range(3):
         where, us = found.get()
         print(f"{us:8.1f}  {where}")
+
+
+def pipeline(rounds=7, batches=10):
+    """A torchvision augmentation (RandomResizedCrop, ColorJitter, a flip, on a 3x32x32 image), per sample: alone; under
+    a torch function mode that does nothing (torch calls its __torch_function__ on every torch call and attribute
+    access: what any function mode costs); and read in torch_rngx.data's scope, batches of 32 in one process with the
+    generators restored (the loader's own path, _Scoped); and the torch calls the mode sees a sample. Needs torchvision
+    (the torch 2.14.1 venv: PYTHONPATH=. .venv-cuda/bin/python -c "import sys; sys.path.insert(0, 'benchmarks');
+    import data; data.pipeline()")."""
+    import collections
+
+    import torchvision.transforms as T
+
+    from torch_rngx import data
+
+    augment = T.Compose([T.RandomResizedCrop(24, antialias=True), T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+                         T.RandomHorizontalFlip()])
+    image = torch.rand(3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+    class Augmented(Dataset):
+        def __len__(self):
+            return 1 << 20
+
+        def __getitem__(self, i):
+            return augment(image)
+
+    class Nothing(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class Counting(torch.overrides.TorchFunctionMode):
+        calls = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            Counting.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    def under_nothing():
+        with Nothing():
+            for _ in range(32):
+                augment(image)
+
+    def random_calls():  # the augmentation's own random calls, as many as it makes a sample (RandomResizedCrop's
+        # first try taken): uniform_ for the crop's area and ratio and ColorJitter's four factors, two randint for the
+        # crop's place, ColorJitter's randperm, the flip's rand
+        for _ in range(32):
+            for low in (0.08, 0.3, 0.6, 0.6, 0.6, -0.1):
+                torch.empty(1).uniform_(low, 1.0)
+            torch.randint(0, 5, (1,)), torch.randint(0, 5, (1,)), torch.randperm(4), torch.rand(1)
+
+    def routed_random_calls():
+        with torch_rngx.mode(generator=torch_rngx.Generator(0), uncovered="ignore"):
+            random_calls()
+
+    scoped = data._Scoped(Augmented(), 0, 0, 1)
+    batch = [(0, i, 0) for i in range(32)]
+    ways = {"alone": lambda: [augment(image) for _ in range(32)], "under a function mode that does nothing":
+            under_nothing, "in torch_rngx.data's scope": lambda: scoped.__getitems__(batch),
+            "its 10 random calls alone, torch's": random_calls, "the same routed by torch_rngx.mode": routed_random_calls}
+    times = collections.defaultdict(list)
+    for _ in range(rounds):  # the three in turns, so that the host's load moves them alike
+        for name, way in ways.items():
+            times[name].append(timeit_us(way, batches) / 32)
+    with Counting():
+        augment(image)
+    print(f"a torchvision augmentation, µs a sample (best of {rounds} rounds of {batches} batches of 32; "
+          f"{Counting.calls} torch calls and attribute reads a sample):")
+    for name, us in times.items():
+        print(f"{min(us):8.1f}  {name}")
 
 
 def timeit_us(f, number):
