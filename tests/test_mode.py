@@ -183,6 +183,9 @@ def test_an_in_place_fill_goes_to_the_draw_with_the_routes_values_errors_and_ste
     wrapped.clear()
     leaf = torch.zeros(3, requires_grad=True)
     assert outcome(fast, leaf, ())[0] is RuntimeError and wrapped, "a leaf that requires grad: torch's refusal"
+    wrapped.clear()
+    torch.vmap(lambda x: fast(Generator(3), torch.zeros(3)) + x, randomness="same")(torch.zeros(2, 3))
+    assert wrapped, "under a torch.func transform, whose writes are its own to refuse: the general route"
 
 
 @pytest.mark.parametrize("name,call,ours", CASES + INIT_CASES, ids=[c[0] for c in CASES + INIT_CASES])

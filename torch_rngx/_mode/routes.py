@@ -14,7 +14,7 @@ import torch.nn.functional as TF
 from .. import stateful as rr
 from .._engine import checks
 from .._engine.router import atomic, draw, fill_checked, owner_of
-from .._engine.torch_private import softmax_backward_data
+from .._engine.torch_private import peek_interpreter_stack, softmax_backward_data
 from .rnn import RECURRENT
 
 
@@ -225,10 +225,10 @@ _FILLED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 def _filled(kind, route):
     """uniform_ or normal_ as route (an _in_place route) does it; with number parameters only, into a plain contiguous
-    float tensor whose write torch cannot refuse (no gradient recorded, not an inference tensor, no shared memory),
-    straight from the route to the draw with the op's own check of the parameters, and copied in: nothing after the draw
-    can raise, so no give-back wrapper. torchvision's transforms draw each parameter as torch.empty(1).uniform_(a, b),
-    several a sample (RandomResizedCrop up to twenty), in a DataLoader sample's scope."""
+    float tensor whose write torch cannot refuse (no gradient recorded, not an inference tensor, no shared memory, no
+    torch.func transform), straight from the route to the draw with the op's own check of the parameters, and copied
+    in: nothing after the draw can raise, so no give-back wrapper. torchvision's transforms draw each parameter as
+    torch.empty(1).uniform_(a, b), several a sample (RandomResizedCrop up to twenty), in a DataLoader sample's scope."""
     check = checks.like_interval if kind == "uniform" else checks.like_mean_std
     slow = _giving_back(route)
 
@@ -241,6 +241,7 @@ def _filled(kind, route):
             or not self.is_contiguous()
             or (self.requires_grad and torch.is_grad_enabled())
             or (not torch.compiler.is_compiling() and self.is_inference())  # which Dynamo cannot trace
+            or peek_interpreter_stack() is not None  # torch.func's transforms: their writes are theirs to refuse
             or any(type(v) is not float and type(v) is not int for v in args)
         ):
             return slow(g, self, *args, **kwargs)
