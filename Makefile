@@ -105,8 +105,8 @@ $(C_TESTS) $(SCALAR_TESTS) $(SAN_TESTS): tests/c/$$(notdir $$@).c $$(patsubst cs
 
 # Built and run one per core: each test binary is independent; each prints its report in one piece when it ends.
 CORES := $(shell nproc 2>/dev/null || echo 1)
-ctest:
-	@$(MAKE) --no-print-directory -j$(CORES) $(C_TESTS) $(SCALAR_TESTS)
+ctest:  # one job per core, or make test's job slots when it runs this beside the venv's setup
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(CORES)) $(C_TESTS) $(SCALAR_TESTS)
 	@$(if $(RANDOM123),echo "Random123 found: the C tests cross-check against it.",echo "NOTE: Random123 (librandom123-dev) is not installed: the C tests skip the cross-check against it.")
 	@printf '%s\n' $(C_TESTS) $(SCALAR_TESTS) | xargs -P $(CORES) -I{} sh -c 'out=$$({} 2>&1); s=$$?; printf "== %s\n%s\n" {} "$$out"; exit $$s'
 
