@@ -219,10 +219,6 @@ def _in_place(fill, numbers=True):
     return route
 
 
-# The dtypes whose in-place uniform_ and normal_ may go straight to the draw (_filled): the real float ones of our ops.
-_FILLED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-
-
 def _filled(kind, route):
     """uniform_ or normal_ as route (an _in_place route) does it; with number parameters only, into a plain contiguous
     float tensor whose write torch cannot refuse (no gradient recorded, not an inference tensor, no shared memory, no
@@ -237,7 +233,7 @@ def _filled(kind, route):
             kwargs
             or len(args) > 2
             or type(self) is not torch.Tensor
-            or self.dtype not in _FILLED_DTYPES
+            or self.dtype not in checks.FLOAT_DTYPES
             or not self.is_contiguous()
             or (self.requires_grad and torch.is_grad_enabled())
             or (not torch.compiler.is_compiling() and self.is_inference())  # which Dynamo cannot trace
