@@ -378,8 +378,10 @@ aoti-cpp: $(SO) $(AOTI_CPP)
 # plus _C_cuda. setup.py compiles each from scratch and drops a _C_cuda it did not build, so no object or library
 # of another torch or variant is reused; each also starts from an empty build/lib, which keeps a module removed
 # from torch_rngx/ out of the wheel.
-# pip wheel for the checkout at hand: $(1) python, $(2) USE_CUDA, $(3) output folder.
-build_wheel = rm -rf build/lib.* build/bdist.* && USE_CUDA=$(2) $(1) -m pip wheel -q --no-build-isolation --no-deps -w $(3) .
+# pip wheel for the checkout at hand: $(1) python, $(2) USE_CUDA, $(3) output folder. Every build works in build/, so
+# it holds a lock there: two started side by side (make -j, or CI's lanes) run one after the other.
+build_wheel = mkdir -p build && flock build/.wheel-lock sh -c "rm -rf build/lib.* build/bdist.* && \
+  USE_CUDA=$(2) $(1) -m pip wheel -q --no-build-isolation --no-deps -w $(3) ."
 
 dist/$(WHEEL_NAME): $(VENV)/.stamp $(SOURCES) $(wildcard torch_rngx/*.py torch_rngx/*/*.py) pyproject.toml
 	$(call build_wheel,$(PYTHON),0,dist)
