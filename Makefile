@@ -35,45 +35,28 @@ $(VENV)/.stamp:
 	  hypothesis matplotlib scipy "transformers==$(TRANSFORMERS_VERSION)"
 	touch $@
 
-# pytest-xdist: the suite on every core, a module per worker at a time (--dist loadfile), so that a module's
-# fixtures and compiled models are built once. A stamp of its own, so that an existing venv gets it too.
-$(VENV)/.xdist-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q pytest-xdist
-	touch $@
-
-# diffusers (no torchvision, no torch pin of its own): tests/test_diffusers.py trains its UNet2DModel with its
-# DDPMScheduler. A stamp of its own too.
+# What the suite needs beyond .venv/.stamp, in one pip run (one resolution, where a run each took longer and two
+# could overlap under make test's -j2), with torch pinned so that none of them moves it; a stamp of its own, so that
+# an existing venv gets them too:
+# - pytest-xdist: the suite on every core, a module per worker at a time (--dist loadfile), so that a module's
+#   fixtures and compiled models are built once;
+# - diffusers (no torchvision, no torch pin of its own): tests/test_diffusers.py trains its UNet2DModel with its
+#   DDPMScheduler;
+# - albumentations (OpenCV's headless wheel with it, ~180 MB installed): tests/test_data.py runs its Compose in
+#   torch_rngx.data.DataLoader's workers;
+# - ml-dtypes (float8 in NumPy): tests/reference.py encodes stochastic_round's float8 and bfloat16 values with it;
+# - expecttest: torch.testing._internal needs it, whose OpInfo samples tests/test_mode_opinfo.py runs under the mode.
 DIFFUSERS_VERSION ?= 0.42.1
-
-$(VENV)/.diffusers-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "diffusers==$(DIFFUSERS_VERSION)"
-	touch $@
-
-# albumentations (OpenCV's headless wheel with it, ~180 MB installed): tests/test_data.py runs its Compose in
-# torch_rngx.data.DataLoader's workers. A stamp of its own too.
 ALBUMENTATIONS_VERSION ?= 2.0.8
-
-# expecttest: torch.testing._internal needs it, whose OpInfo samples tests/test_mode_opinfo.py runs under the mode.
-# A stamp of its own too.
+ML_DTYPES_VERSION ?= 0.6.0
 EXPECTTEST_VERSION ?= 0.3.0
 
-$(VENV)/.expecttest-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "expecttest==$(EXPECTTEST_VERSION)"
+$(VENV)/.test-stamp: $(VENV)/.stamp
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" pytest-xdist "diffusers==$(DIFFUSERS_VERSION)" \
+	  "albumentations==$(ALBUMENTATIONS_VERSION)" "ml-dtypes==$(ML_DTYPES_VERSION)" "expecttest==$(EXPECTTEST_VERSION)"
 	touch $@
 
-$(VENV)/.albumentations-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "albumentations==$(ALBUMENTATIONS_VERSION)"
-	touch $@
-
-# ml-dtypes (float8 in NumPy): tests/reference.py encodes stochastic_round's float8 and bfloat16 values with it.
-ML_DTYPES_VERSION ?= 0.6.0
-
-$(VENV)/.ml-dtypes-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "ml-dtypes==$(ML_DTYPES_VERSION)"
-	touch $@
-
-setup: $(VENV)/.stamp $(VENV)/.xdist-stamp $(VENV)/.diffusers-stamp $(VENV)/.albumentations-stamp \
-  $(VENV)/.ml-dtypes-stamp
+setup: $(VENV)/.stamp $(VENV)/.test-stamp
 
 # pyproject.toml and _version.py: the installed metadata (the version importlib.metadata reports) is made here too.
 $(SO): $(VENV)/.stamp $(SOURCES) pyproject.toml torch_rngx/_version.py
