@@ -3,7 +3,8 @@ bytes, whether the package is loaded in a fresh Python process (aoti_load_packag
 without Python (examples/aoti_cpp). Both with the state as a model input and with module-owned state (a seeded
 nn.Dropout's buffer, advanced in place by each call as in eager).
 
-The C++ test needs the program that `make aoti-cpp` builds (build/aoti_cpp/rngx_aoti); it skips without it."""
+The C++ test needs the program that `make aoti-cpp` builds (build/aoti_cpp/rngx_aoti); it skips without it. `make
+aoti-cpp` (CI's deploy-check) runs this module; `make test` leaves it out."""
 import copy
 import os
 import subprocess
