@@ -25,19 +25,21 @@ C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(w
 
 all: build
 
-# transformers (~150 MB with its dependencies, no torch pin of its own): tests/test_third_party.py trains tiny BERT and
-# ConvNeXt models built from configs, nothing downloaded. Installed with torch pinned in the same command.
-TRANSFORMERS_VERSION ?= 5.23.0
-
+# The venv with what the build needs: torch (its headers and libraries) and the build tools. The rest comes in
+# .test-stamp, which make test installs beside the build.
 $(VENV)/.stamp:
 	$(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "triton==$(TRITON_VERSION)" ninja setuptools wheel numpy pytest \
-	  hypothesis matplotlib scipy "transformers==$(TRANSFORMERS_VERSION)"
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy
 	touch $@
 
-# What the suite needs beyond .venv/.stamp, in one pip run (one resolution, where a run each took longer and two
-# could overlap under make test's -j2), with torch pinned so that none of them moves it; a stamp of its own, so that
-# an existing venv gets them too:
+# What the suite, the examples, the docs' blocks and the benchmarks need beyond the build's venv, in one pip run, with
+# torch pinned so that none of them moves it; a stamp of its own, so that an existing venv gets them too. make test
+# installs it beside the build (on a 2-core EPYC the venv took 118 s, then the build 82, one after the other, when
+# this was part of the venv's run; Triton alone is 1 GB installed):
+# - Triton (its kernels run on the CPU through TRITON_INTERPRET=1), ninja (torch's C++ extension builds), pytest,
+#   hypothesis, matplotlib, scipy;
+# - transformers (~150 MB with its dependencies, no torch pin of its own): tests/test_third_party.py trains tiny
+#   BERT and ConvNeXt models built from configs, nothing downloaded;
 # - pytest-xdist: the suite on every core, a module per worker at a time (--dist loadfile), so that a module's
 #   fixtures and compiled models are built once;
 # - diffusers (no torchvision, no torch pin of its own): tests/test_diffusers.py trains its UNet2DModel with its
@@ -46,13 +48,15 @@ $(VENV)/.stamp:
 #   torch_rngx.data.DataLoader's workers;
 # - ml-dtypes (float8 in NumPy): tests/reference.py encodes stochastic_round's float8 and bfloat16 values with it;
 # - expecttest: torch.testing._internal needs it, whose OpInfo samples tests/test_mode_opinfo.py runs under the mode.
+TRANSFORMERS_VERSION ?= 5.23.0
 DIFFUSERS_VERSION ?= 0.42.1
 ALBUMENTATIONS_VERSION ?= 2.0.8
 ML_DTYPES_VERSION ?= 0.6.0
 EXPECTTEST_VERSION ?= 0.3.0
 
 $(VENV)/.test-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" pytest-xdist "diffusers==$(DIFFUSERS_VERSION)" \
+	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "triton==$(TRITON_VERSION)" ninja pytest hypothesis matplotlib \
+	  scipy "transformers==$(TRANSFORMERS_VERSION)" pytest-xdist "diffusers==$(DIFFUSERS_VERSION)" \
 	  "albumentations==$(ALBUMENTATIONS_VERSION)" "ml-dtypes==$(ML_DTYPES_VERSION)" "expecttest==$(EXPECTTEST_VERSION)"
 	touch $@
 
@@ -164,7 +168,7 @@ test-isa: $(PYTEST_DEPS)
 RUFF_VERSION ?= 0.17.5
 MYPY_VERSION ?= 2.4.1
 
-$(VENV)/.lint-stamp: $(VENV)/.stamp
+$(VENV)/.lint-stamp: $(VENV)/.test-stamp  # mypy sees the packages the code imports
 	$(PYTHON) -m pip install -q "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)"
 	touch $@
 
@@ -186,20 +190,20 @@ test-key-reuse: $(PYTEST_DEPS)
 # Optional long runs (docs/guarantees.md). stats: independence across offsets and seeds (SciPy p-values), then the
 # distributions of normal, truncated normal, bernoulli and randint on 16x the samples of `make test`.
 # huge: real tensors past 2^31 and 2^32 elements (~10 GiB of memory, minutes).
-stats: $(SO)
+stats: $(PYTEST_DEPS)
 	$(PYTHON) tests/stats_independence.py
 	cd tests && ../$(PYTHON) stats_dists.py
 
-huge: $(SO)
+huge: $(PYTEST_DEPS)
 	RNGX_HUGE=1 $(PYTHON) -m pytest -q tests/test_huge.py
 
-demo: $(SO)
+demo: $(PYTEST_DEPS)
 	cd examples && ../$(PYTHON) demo.py
 
 # The docs name only what exists (tools/docs_names.py: every torch_rngx.<name> they and the docstrings write, every
 # `docs: <page>/` reference of a docstring or message), then every ```python block of README.md and docs/*.md, each in
 # a fresh process (tools/docs_check.py: first-line markers for blocks that need a GPU or several ranks).
-docs-check: $(SO)
+docs-check: $(PYTEST_DEPS)
 	$(PYTHON) tools/docs_names.py
 	$(PYTHON) tools/docs_check.py
 
@@ -225,12 +229,12 @@ docs: $(VENV)/.docs-stamp
 
 # The built site in headless Chromium (tests/test_docs_site.py): Debian's chromium (apt-get install chromium; .ci/run
 # installs it), or the one RNGX_CHROMIUM names. playwright drives it; its own browser download is not used.
-docs-test: docs
+docs-test: docs $(VENV)/.test-stamp
 	RNGX_REQUIRE_DOCS_SITE=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_docs_site.py
 
 # CPU speed against torch (docs/performance.md; every run in benchmarks/results/perf-log.md): a table on stdout,
 # benchmarks/out/bench.{json,png}.
-bench: $(SO)
+bench: $(PYTEST_DEPS)
 	$(PYTHON) benchmarks/bench.py
 
 # stochastic_round against x.to(bfloat16) and torchao's _fp32_to_bf16_sr, and the optimizer's step (docs/performance.md,
@@ -243,10 +247,10 @@ $(VENV)/.torchao-stamp: $(VENV)/.stamp
 	touch $@
 
 .PHONY: bench-sround sround-plot
-bench-sround: $(SO) $(VENV)/.torchao-stamp
+bench-sround: $(PYTEST_DEPS) $(VENV)/.torchao-stamp
 	$(PYTHON) benchmarks/sround.py
 
-sround-plot: $(SO)
+sround-plot: $(PYTEST_DEPS)
 	$(PYTHON) benchmarks/sround_training.py
 
 # The CUDA kernels, run on the CPU through a stand-in runtime (tests/cuda_emu), must write the C kernels' bytes.
@@ -329,7 +333,7 @@ interop: $(SO) $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp $(CUDA_VENV)/.fram
 # invariance under torch $(TORCH_VERSION) on every mesh, and under torch $(CUDA_TORCH_VERSION) (the same build, imported
 # from this folder) on two ranks, where what differs is torch's DTensor code and not our layouts; then the two examples. Several minutes: each rank imports torch and compiles, so `make test` leaves these out.
 # ddp_train.py runs under the key-reuse checker; dtensor_dropout.py draws one key in five layouts on purpose.
-dist: $(SO) $(CUDA_VENV)/.stamp
+dist: $(PYTEST_DEPS) $(CUDA_VENV)/.stamp
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/test_distributed.py
 	$(CUDA_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_distributed.py -k "two_ranks or cache"
 	$(PYTHON) examples/dtensor_dropout.py
@@ -355,7 +359,7 @@ AOTI_CPP := build/aoti_cpp/rngx_aoti
 $(AOTI_CPP): examples/aoti_cpp/main.cpp $(VENV)/.stamp
 	$(call aoti_cpp_build,$(PYTHON),$@)
 
-aoti-cpp: $(SO) $(AOTI_CPP)
+aoti-cpp: $(PYTEST_DEPS) $(AOTI_CPP)
 	RNGX_AOTI_CPP=$(AOTI_CPP) $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_aoti.py
 
 # Wheels: dist/torch_rngx-<version>-cp39-abi3-<platform>.whl, the CPU build against torch $(TORCH_VERSION) (.venv);
@@ -394,7 +398,7 @@ deploy-check: wheel-test aoti-cpp
 # with nvcc, the CUDA wheel (built against torch $(CUDA_TORCH_VERSION)'s CUDA build, as cuda-build-check uses it)
 # (ii) over the CPU torch $(TORCH_VERSION): it loads _C alone and runs the stream, op and library-alone tests;
 # (iii) over torch's CUDA build: _C_cuda loads and the CUDA kernels are registered (tests/wheel_check.sh).
-install-check: $(VENV)/.stamp $(if $(NVCC),dist/cuda/$(WHEEL_NAME) $(CUDA_VENV)/.stamp)
+install-check: $(VENV)/.test-stamp $(if $(NVCC),dist/cuda/$(WHEEL_NAME) $(CUDA_VENV)/.stamp)
 	tests/install_check.sh $(VENV)
 	$(if $(NVCC),tests/wheel_check.sh $(VENV) dist/cuda/$(WHEEL_NAME))
 	$(if $(NVCC),tests/wheel_check.sh $(CUDA_VENV) dist/cuda/$(WHEEL_NAME))
