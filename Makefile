@@ -130,8 +130,9 @@ opinfo: $(PYTEST_DEPS)
 opinfo-sweep: $(PYTEST_DEPS)
 	RNGX_OPINFO_ALL=1 $(KEY_REUSE_CHECKED) $(PYTEST) tests/test_mode_opinfo.py
 
-# The C tests run beside the venv's installs and the build (pip waits on the disk much of its time), then the suite:
-# on a clean clone with 2 cores, 166 s from make test's start to the suite's, where one after the other took 208.
+# The C tests run beside the venv's installs and the build, and the test packages (.test-stamp) beside the build, then
+# the suite: on a clean clone of a 2-core EPYC, 156 s from make test's start to the suite's, where waiting for the
+# whole venv before the build took 199-201 (on the Xeon, 166 s with the C tests beside, 208 with nothing beside).
 test:
 	@$(MAKE) --no-print-directory -j2 ctest $(PYTEST_DEPS)
 	@$(MAKE) --no-print-directory pytest
