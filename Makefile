@@ -60,7 +60,7 @@ $(VENV)/.test-stamp: $(VENV)/.stamp
 	  "albumentations==$(ALBUMENTATIONS_VERSION)" "ml-dtypes==$(ML_DTYPES_VERSION)" "expecttest==$(EXPECTTEST_VERSION)"
 	touch $@
 
-setup: $(VENV)/.stamp $(VENV)/.test-stamp
+setup: $(VENV)/.test-stamp  # and the venv it stands on
 
 # pyproject.toml and _version.py: the installed metadata (the version importlib.metadata reports) is made here too.
 $(SO): $(VENV)/.stamp $(SOURCES) pyproject.toml torch_rngx/_version.py
