@@ -405,6 +405,38 @@ def test_reading_a_sample_again_is_not_key_reuse():
             list(DataLoader(Augmented(), batch_size=4, seed=SEED, rank=0, world_size=3, num_workers=workers))
 
 
+class ReadsALoader(Dataset):
+    """Draws, reads a loader of its own (Augmented's epoch 0, batches of 2) in the middle, and draws again: the inner
+    loader's scopes are inside the outer sample's."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        before = torch.rand(2)
+        read = []
+        if self.inner is not None:
+            self.inner.set_epoch(0)
+            read = [values for _, values in self.inner]
+        return torch.cat([before, torch.rand(2)]), read
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loader_read_inside_a_sample_leaves_the_samples_stream_alone(workers):
+    """A dataset that reads a loader of its own: its samples draw what they draw without that read, and the inner
+    loader's batches are what it gives on its own."""
+    inner = DataLoader(Augmented(), batch_size=2, seed=3)
+    inner.set_epoch(0)
+    alone = [values for _, values in inner]
+    with_inner = list(DataLoader(ReadsALoader(inner), batch_size=None, seed=SEED, num_workers=workers))
+    without = list(DataLoader(ReadsALoader(None), batch_size=None, seed=SEED, num_workers=workers))
+    assert all(torch.equal(a, b) for (a, _), (b, _) in zip(with_inner, without)) and len(with_inner) == 4
+    assert all(len(read) == len(alone) and all(map(torch.equal, read, alone)) for _, read in with_inner)
+
+
 # ---- the keys ----
 
 # (seed, epoch, index) -> (key as int64 bits, torch_seed, python_seed, numpy_seed): known answers of sample_keys under

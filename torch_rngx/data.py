@@ -18,7 +18,6 @@ torch's own loader serves.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import ctypes
 import functools
@@ -27,6 +26,7 @@ import operator
 import random
 import struct
 import sysconfig
+import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
 import torch
@@ -255,19 +255,54 @@ class _Scoped(Dataset):
                 return collate_fn(batch)
 
 
-@contextlib.contextmanager
-def _scope(*keys: Tensor) -> Iterator[Generator]:
-    """What samples and batches are read under: one mode of ours on a Generator at keys[0] (made before the mode,
-    which every tensor access would meet; the caller moves it onto the other keys in turn); in the main process the
-    three generators a scope seeds are saved first and restored after (a worker process is the loader's own)."""
-    stream = _stream(*keys)
-    saved = None if get_worker_info() is not None else _Saved()
-    try:
-        with mode(generator=stream, uncovered="ignore"):
-            yield stream
-    finally:
-        if saved is not None:
-            saved.restore()
+def _scope(*keys: Tensor) -> _Scope:
+    """What samples and batches are read under: this thread's _Scope on a Generator at keys[0] (the caller moves it onto
+    the other keys in turn); a new one where this thread's is in use (a dataset that reads a loader of its own)."""
+    scope = getattr(_THREAD, "scope", None)
+    if scope is None:
+        scope = _THREAD.scope = _Scope()
+    elif scope.busy:
+        scope = _Scope()
+    return scope.at(keys)
+
+
+class _Scope:
+    """One mode of ours on a Generator, made once a thread and entered by each scope in turn (making them took 15-20 µs
+    of a batch of one's 90 in a loader's loop: docs/performance.md, "Data loading"). In the main process the three
+    generators a scope seeds are saved as it is entered and restored as it is left (a worker process is the loader's
+    own)."""
+
+    def __init__(self) -> None:
+        self.stream = Generator.on(torch.zeros(2, dtype=torch.int64))
+        self.mode = mode(generator=self.stream, uncovered="ignore")
+        self.busy = False
+        self.saved: Optional[_Saved] = None
+
+    def at(self, keys: Sequence[Tensor]) -> _Scope:
+        """The Generator on keys[0], a key of the loader's: the same sample (or epoch) read again draws the same words
+        on purpose, so the key-reuse checker starts the streams of all the keys anew."""
+        if reuse.active is not None:
+            for key in keys:
+                reuse.active.forget(key[0])
+        self.stream.state = keys[0]
+        return self
+
+    def __enter__(self) -> Generator:
+        saved = None if get_worker_info() is not None else _Saved()
+        self.mode.__enter__()
+        self.busy, self.saved = True, saved
+        return self.stream
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.mode.__exit__(*exc)
+        finally:
+            self.busy, saved, self.saved = False, self.saved, None
+            if saved is not None:
+                saved.restore()
+
+
+_THREAD = threading.local()  # .scope: the thread's _Scope
 
 
 class _Seeds:
@@ -308,12 +343,11 @@ class _Collate:
             return self.collate_fn(batch)
 
 
-def _stream(state: Tensor, *more: Tensor) -> Generator:
-    """A Generator on `state`, a key of the loader's, to be moved onto the keys `more` in turn: the same sample (or
-    epoch) read again draws the same words on purpose, so the key-reuse checker starts their streams anew."""
+def _stream(state: Tensor) -> Generator:
+    """A Generator on `state`, a key of the loader's: the same epoch read again draws the same words on purpose, so
+    the key-reuse checker starts its stream anew."""
     if reuse.active is not None:
-        for key in (state, *more):
-            reuse.active.forget(key[0])
+        reuse.active.forget(state[0])
     return Generator.on(state)
 
 
