@@ -149,7 +149,7 @@ def pieces(rounds=9, number=2000):
         "torch.randn(64) routed, inside an entered mode (a sample's call in the loader)": (routed_100, 100),
         "torch_rngx.data.sample_keys(seed, epoch, index), alone": lambda: torch_rngx.data.sample_keys(0, 0, 17),
         "the loader's keys of a batch of one (one call derives a batch's)": (
-            lambda: torch_rngx.data._sample_keys((5, 0), [17])),
+            lambda: torch_rngx.data._Batch((5, 0), [17])),
         "torch's generator saved and restored (per batch, main process)": lambda: torch.default_generator.set_state(
             torch.default_generator.get_state()),
         "random's saved and restored: getstate, setstate": lambda: random.setstate(random.getstate()),

@@ -194,10 +194,11 @@ def test_the_loaders_keys_are_the_ops_keys():
     for indices up to 2^64 - 1."""
     root = rf.key(11)
     indices = [0, 1, 17, (1 << 63) - 1, 1 << 63, (1 << 64) - 1]
-    got = torch_rngx.data._sample_keys(root.tolist(), indices)
+    got = torch_rngx.data._Batch(tuple(root.tolist()), indices)
     data = torch.tensor([i - (1 << 64) if i >= 1 << 63 else i for i in indices])
     stream, seeds = rf.split(rf.fold_in(root.expand(len(indices), 2).contiguous(), data), 2)
-    for i, keys in enumerate(got):
+    for i in range(len(indices)):
+        keys = got.sample_keys(i)
         assert torch.equal(keys.key, stream[i])
         low, high = (w % (1 << 64) for w in seeds[i].tolist())
         assert (keys.python_seed, keys.numpy_seed, keys.torch_seed) == (low, high & 0xFFFFFFFF, high >> 32)

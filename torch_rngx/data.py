@@ -106,18 +106,37 @@ class SampleKeys(NamedTuple):
     numpy_seed: int
 
 
-def _sample_keys(samples: Sequence[int], indices: Sequence[int]) -> list[SampleKeys]:
-    """The keys of `indices` below an epoch's samples key (its two words), in one call of the ops' derivation; the
-    samples' stream keys are the rows of one tensor on the call's words."""
-    n = len(indices)
-    words = C.fold_in_split(*samples, indices, 2)  # split's order: the n stream keys, then the n keys read as seeds
-    stream = torch.frombuffer(words, dtype=torch.int64, count=2 * n)
-    keys = stream.view(n, 2).unbind() if n > 1 else (stream,)  # a batch of one's key is the buffer: 2 µs less
-    seeds = memoryview(words).cast("q").tolist()
-    return [
-        SampleKeys(key, (high % _U64) >> 32, low % _U64, high & _LOW32)
-        for key, low, high in zip(keys, seeds[2 * n :: 2], seeds[2 * n + 1 :: 2])
-    ]
+class _Batch:
+    """The keys of some samples (or of one batch) below a child of an epoch's key (its two words), from one call of
+    the ops' derivation, split(fold_in(child, d), 2) for each data d (docs: stream/, "Data: keys"), kept as its words:
+    no tensor is made (a new tensor a batch cost 5-15 µs of a batch of one's reading in a loader's loop). seed(k)
+    seeds torch's, Python's and NumPy's generators from key k's seeds; Python's states are made for all at once."""
+
+    def __init__(self, child: tuple[int, int], data: Sequence[int]) -> None:
+        n = len(data)
+        self.words = C.fold_in_split(*child, data, 2)  # split's order: the n stream keys, then the n keys read as seeds
+        self.address = ctypes.addressof(ctypes.c_char.from_buffer(self.words))
+        ints = memoryview(self.words).cast("q").tolist()
+        self.streams = ints[: 2 * n]  # key k is [seed, offset] = streams[2k], streams[2k + 1], as int64
+        low, high = ints[2 * n :: 2], ints[2 * n + 1 :: 2]
+        self.torch_seeds = [(h % _U64) >> 32 for h in high]
+        self.python_seeds = [v % _U64 for v in low]
+        self.numpy_seeds = [h & _LOW32 for h in high]
+        self._python: Optional[Callable[[int], None]] = None
+
+    def sample_keys(self, k: int) -> SampleKeys:
+        key = torch.tensor(self.streams[2 * k : 2 * k + 2], dtype=torch.int64)
+        return SampleKeys(key, self.torch_seeds[k], self.python_seeds[k], self.numpy_seeds[k])
+
+    def seed(self, k: int) -> None:
+        """Seeds torch's default CPU generator, Python's random and NumPy's global generator from key k, before sample
+        k's read."""
+        if self._python is None:
+            self._python = _PythonState.seeder(self.python_seeds)
+        torch.default_generator.manual_seed(self.torch_seeds[k])
+        self._python(k)
+        if numpy is not None:
+            numpy.random.seed(self.numpy_seeds[k])
 
 
 def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
@@ -141,8 +160,7 @@ def sample_keys(seed: int, epoch: int, index: int) -> SampleKeys:
         ...     crop = torch.randint(0, 8, (2,))   # what sample 17 draws in epoch 2, in any worker
     """
     seed, epoch, index = (_int_in(v, name, 0, _U64) for v, name in ((seed, "seed"), (epoch, "epoch"), (index, "index")))
-    found = _sample_keys(_epoch_words(seed, epoch, _SAMPLES), [index])[0]
-    return SampleKeys(found.key.clone(), *found[1:])  # a key of its own, not a view of the batch's
+    return _Batch(_epoch_words(seed, epoch, _SAMPLES), [index]).sample_keys(0)
 
 
 @functools.lru_cache(maxsize=16)
@@ -232,14 +250,13 @@ class _Scoped(Dataset):
         self._batch = (epoch, position)
         with function_modes_set_aside():
             indices = [i for _, i, _ in tagged]
-            keys = _sample_keys(_epoch_words(self.seed, epoch, _SAMPLES), indices)
-            seeds = _Seeds(keys)
-            with _scope(*(k.key for k in keys)) as stream:  # moved onto each sample's key in turn
-                return [self._read(stream, seeds, k, index) for k, index in enumerate(indices)]
+            keys = _Batch(_epoch_words(self.seed, epoch, _SAMPLES), indices)
+            with _scope(keys) as scope:  # moved onto each sample's key in turn
+                return [self._read(scope, keys, k, index) for k, index in enumerate(indices)]
 
-    def _read(self, stream: Generator, seeds: _Seeds, k: int, index: int) -> Any:
-        seeds.seed(k)
-        stream.state = seeds.keys[k].key
+    def _read(self, scope: _Scope, keys: _Batch, k: int, index: int) -> Any:
+        keys.seed(k)
+        scope.point(keys, k)
         return self.dataset[index]
 
     def collate(self, collate_fn: Callable[[list], Any], batch: list) -> Any:
@@ -249,15 +266,15 @@ class _Scoped(Dataset):
         assert self._batch is not None, "torch's fetcher collates the batch it has just read"
         epoch, position = self._batch
         with function_modes_set_aside():
-            keys = _sample_keys(_epoch_words(self.seed, epoch, _BATCHES), [position * self.world_size + self.rank])
-            with _scope(keys[0].key):
-                _Seeds(keys).seed(0)
+            keys = _Batch(_epoch_words(self.seed, epoch, _BATCHES), [position * self.world_size + self.rank])
+            with _scope(keys):
+                keys.seed(0)
                 return collate_fn(batch)
 
 
-def _scope(*keys: Tensor) -> _Scope:
-    """What samples and batches are read under: this thread's _Scope on a Generator at keys[0] (the caller moves it onto
-    the other keys in turn); a new one where this thread's is in use (a dataset that reads a loader of its own)."""
+def _scope(keys: _Batch) -> _Scope:
+    """What samples and batches are read under: this thread's _Scope on keys' first key (the caller points it at the
+    others in turn); a new one where this thread's is in use (a dataset that reads a loader of its own)."""
     scope = getattr(_THREAD, "scope", None)
     if scope is None:
         scope = _THREAD.scope = _Scope()
@@ -268,30 +285,35 @@ def _scope(*keys: Tensor) -> _Scope:
 
 class _Scope:
     """One mode of ours on a Generator, made once a thread and entered by each scope in turn (making them took 15-20 µs
-    of a batch of one's 90 in a loader's loop: docs/performance.md, "Data loading"). In the main process the three
-    generators a scope seeds are saved as it is entered and restored as it is left (a worker process is the loader's
-    own)."""
+    of a batch of one's 90 in a loader's loop: docs/performance.md, "Data loading"); the Generator's state is its own
+    tensor, into which each sample's key is written. In the main process the three generators a scope seeds are
+    saved as it is entered and restored as it is left (a worker process is the loader's own)."""
 
     def __init__(self) -> None:
-        self.stream = Generator.on(torch.zeros(2, dtype=torch.int64))
-        self.mode = mode(generator=self.stream, uncovered="ignore")
+        self.state = torch.zeros(2, dtype=torch.int64)
+        self.address = self.state.data_ptr()
+        self.mode = mode(generator=Generator.on(self.state), uncovered="ignore")
         self.busy = False
         self.saved: Optional[_Saved] = None
 
-    def at(self, keys: Sequence[Tensor]) -> _Scope:
-        """The Generator on keys[0], a key of the loader's: the same sample (or epoch) read again draws the same words
-        on purpose, so the key-reuse checker starts the streams of all the keys anew."""
+    def at(self, keys: _Batch) -> _Scope:
+        """On keys' first key. The same sample (or batch) read again draws the same words on purpose, so the key-reuse
+        checker starts the streams of all of keys anew."""
         if reuse.active is not None:
-            for key in keys:
-                reuse.active.forget(key[0])
-        self.stream.state = keys[0]
+            for seed in keys.streams[::2]:
+                reuse.active.forget(seed)
+        return self.point(keys, 0)
+
+    def point(self, keys: _Batch, k: int) -> _Scope:
+        """The Generator's state: key k of keys, written in place (16 bytes: seed, offset)."""
+        ctypes.memmove(self.address, keys.address + 16 * k, 16)
         return self
 
-    def __enter__(self) -> Generator:
+    def __enter__(self) -> _Scope:
         saved = None if get_worker_info() is not None else _Saved()
         self.mode.__enter__()
         self.busy, self.saved = True, saved
-        return self.stream
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         try:
@@ -303,22 +325,6 @@ class _Scope:
 
 
 _THREAD = threading.local()  # .scope: the thread's _Scope
-
-
-class _Seeds:
-    """Seeds torch's default CPU generator, Python's random and NumPy's global generator from one of a batch's keys at
-    a time (seed(k), before sample k's read): Python's states are made for the whole batch at once."""
-
-    def __init__(self, keys: Sequence[SampleKeys]) -> None:
-        self.keys = keys
-        self.python = _PythonState.seeder([k.python_seed for k in keys])
-
-    def seed(self, k: int) -> None:
-        keys = self.keys[k]
-        torch.default_generator.manual_seed(keys.torch_seed)
-        self.python(k)
-        if numpy is not None:
-            numpy.random.seed(keys.numpy_seed)
 
 
 # torch's own collate functions (the loader's default with and without batching): they draw nothing
