@@ -285,7 +285,7 @@ def _scope(keys: _Batch) -> _Scope:
 
 class _Scope:
     """One mode of ours on a Generator, made once a thread and entered by each scope in turn (making them took 15-20 µs
-    of a batch of one's 90 in a loader's loop: docs/performance.md, "Data loading"); the Generator's state is its own
+    of a batch of one's 90 in a loader's loop: docs: performance/, "Data loading"); the Generator's state is its own
     tensor, into which each sample's key is written. In the main process the three generators a scope seeds are
     saved as it is entered and restored as it is left (a worker process is the loader's own)."""
 
