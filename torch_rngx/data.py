@@ -109,7 +109,7 @@ class SampleKeys(NamedTuple):
 class _Batch:
     """The keys of some samples (or of one batch) below a child of an epoch's key (its two words), from one call of
     the ops' derivation, split(fold_in(child, d), 2) for each data d (docs: stream/, "Data: keys"), kept as its words:
-    no tensor is made (a new tensor a batch cost 5-15 µs of a batch of one's reading in a loader's loop). seed(k)
+    no tensor is made (a new tensor a batch cost 7-16 µs of a batch of one's reading in a loader's loop). seed(k)
     seeds torch's, Python's and NumPy's generators from key k's seeds; Python's states are made for all at once."""
 
     def __init__(self, child: tuple[int, int], data: Sequence[int]) -> None:
