@@ -396,6 +396,94 @@ def test_the_net_leaves_our_own_draws_alone():
         TF.scaled_dot_product_attention(*(torch.zeros(1, 2, 3, 4),) * 3)  # dropout_p=0: torch's, drawing nothing
 
 
+class _NetSeen:
+    """The aten ops the eager net is called for, by phase of a training step (monkeypatched in)."""
+
+    def __init__(self, monkeypatch):
+        self.ops, self.phase = {}, None
+        net = torch_rngx._mode.mode._Net
+        seen = net.__torch_dispatch__
+
+        def spy(mode, func, types, args=(), kwargs=None):
+            self.ops.setdefault(self.phase, []).append(str(func))
+            return seen(mode, func, types, args, kwargs)
+
+        monkeypatch.setattr(net, "__torch_dispatch__", spy)
+
+
+class _Noisy(torch.autograd.Function):
+    """Its backward calls another library's op that draws inside (rngx_test_net.noisy)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.ops.rngx_test_net.noisy(grad)
+
+
+class _NoisySGD(torch.optim.SGD):
+    """SGD whose step also calls another library's op that draws inside."""
+
+    def step(self, closure=None):
+        torch.ops.rngx_test_net.noisy(torch.zeros(2))
+        return super().step(closure)
+
+
+class _Failing(torch.optim.SGD):
+    def step(self, closure=None):
+        raise ValueError("a step that raises")
+
+
+def test_backward_and_optimizer_steps_run_without_the_net_but_a_watched_call_there_runs_under_it(monkeypatch):
+    """The net is set aside for a backward pass and an optimizer step (the mode's cost on a small model's eager step:
+    docs: performance/, "torch_rngx.mode"), not for the forward, nor for a step given a closure, and a call the mode
+    watches inside them (another library's op) still has its draws named."""
+    seen = _NetSeen(monkeypatch)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 1))
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.ones(3, 4)
+    with torch_rngx.mode(seed=0, uncovered="error"):
+        seen.phase = "forward"
+        loss = model(x).sum()
+        seen.phase = "backward"
+        loss.backward()
+        seen.phase = "step"
+        opt.step()
+        seen.phase = "step with a closure"
+        opt.step(lambda: model(x).sum())
+    assert "aten.addmm.default" in seen.ops["forward"] and "rngx.dropout.default" in seen.ops["forward"]
+    assert "backward" not in seen.ops
+    assert {op.split(".")[0] for op in seen.ops["step"]} == {"profiler"}  # its range opens before the step's hooks
+    assert "aten.addmm.default" in seen.ops["step with a closure"]  # the closure's forward
+    assert torch._C._len_torch_dispatch_stack() == 0
+    y = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"rngx_test_net\.noisy.*aten\.rand_like"):
+        with torch_rngx.mode(seed=0, uncovered="error"):
+            _Noisy.apply(y).sum().backward()
+    with pytest.raises(RuntimeError, match=r"rngx_test_net\.noisy.*aten\.rand_like"):
+        with torch_rngx.mode(seed=0, uncovered="error"):
+            _NoisySGD([y], lr=0.1).step()
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_a_step_that_raises_leaves_the_net_to_the_next_step_or_the_modes_exit():
+    y = torch.ones(2, requires_grad=True)
+    y.grad = torch.ones(2)
+    with torch_rngx.mode(seed=0, uncovered="error"):
+        net = torch_rngx._mode.mode._here.net
+        with pytest.raises(ValueError, match="a step that raises"):
+            _Failing([y], lr=0.1).step()
+        with pytest.raises(RuntimeError, match=r"rngx_test_net\.noisy"):  # a watched call: under the net again
+            torch.ops.rngx_test_net.noisy(torch.zeros(2))
+        torch.optim.SGD([y], lr=0.1).step()  # its end puts the net back
+        assert torch._C._get_dispatch_stack_at(torch._C._len_torch_dispatch_stack() - 1) is net
+        with pytest.raises(ValueError, match="a step that raises"):
+            _Failing([y], lr=0.1).step()
+    assert torch._C._len_torch_dispatch_stack() == 0  # the mode's exit put it back, then took it off
+
+
 def test_checkpoint_backward_inside_the_mode_replays_the_forwards_draws():
     """loss.backward() inside the mode: a checkpointed region's recomputation draws what its forward drew."""
     from torch.utils.checkpoint import checkpoint

@@ -282,6 +282,26 @@ def test_function_modes_set_aside_and_put_back():
     assert seen == [torch.ones, torch.ones]  # the inner mode, then the outer one
 
 
+def test_a_dispatch_mode_set_aside_only_when_innermost_and_put_back():
+    seen = []
+
+    class Watch(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Watch() as outer:
+        with Watch():
+            assert not _torch.dispatch_mode_set_aside(outer)  # not the innermost: both stay
+            assert torch._C._len_torch_dispatch_stack() == 2
+        assert _torch.dispatch_mode_set_aside(outer)
+        torch.ones(1).add(1)
+        assert seen == [] and torch._C._len_torch_dispatch_stack() == 0
+        _torch.dispatch_mode_put_back(outer)
+        torch.ones(1).add(1)
+    assert torch.ops.aten.add.Tensor in seen and torch._C._len_torch_dispatch_stack() == 0
+
+
 def test_own_buffer():
     m = torch.nn.Linear(2, 2)
     m.register_buffer("state", torch.zeros(2))

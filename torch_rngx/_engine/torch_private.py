@@ -267,6 +267,27 @@ class function_modes_set_aside:
             _push_stack(mode)
 
 
+_NET = "to set torch_rngx.mode's eager net aside for backward passes and optimizer steps"
+_dispatch_stack_at = _resolve(torch, "_C._get_dispatch_stack_at", _NET)
+_pop_dispatch_stack = _resolve(torch, "_C._pop_torch_dispatch_stack", _NET)
+_push_dispatch_stack = _resolve(torch, "_C._push_on_torch_dispatch_stack", _NET)
+
+
+def dispatch_mode_set_aside(mode: Any) -> bool:
+    """Takes the Python dispatch mode `mode` off this thread's stack if it is the innermost one, and says whether it
+    did (a mode pushed inside it stays, and so does `mode`). dispatch_mode_put_back(mode) pushes it on again; neither
+    runs the mode's __enter__ or __exit__."""
+    n = _len_dispatch_stack()
+    if n and _dispatch_stack_at(n - 1) is mode:
+        _pop_dispatch_stack(None)
+        return True
+    return False
+
+
+def dispatch_mode_put_back(mode: Any) -> None:
+    _push_dispatch_stack(mode)
+
+
 def function_mode_base_enter(mode: Any) -> None:
     """Pushes `mode` back on this thread's torch function mode stack, with none of its own __enter__'s work (the
     base TorchFunctionMode's push, which torch.compile traces)."""

@@ -33,6 +33,7 @@ from types import FunctionType  # __torch_function__'s argument `types` hides th
 
 import torch
 import torch.nn.functional as TF
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from .._engine import random_ops, torch_private
 from .._engine.random_ops import drawing_from_torch, drawing_own, may_draw, random_op_of, transparent
@@ -44,6 +45,8 @@ from .._engine.torch_private import (
     builtin_namespaces,
     compiled_runtime_dirs,
     dataloader_worker_loop,
+    dispatch_mode_put_back,
+    dispatch_mode_set_aside,
     entry_function_modes,
     fake_mode_of,
     function_mode_base_enter,
@@ -459,7 +462,9 @@ def _torch_caller_kind():
     return _BY_CODE.get(handler.f_back.f_code)
 
 
-_here = threading.local()  # eager: .call = (mode, name, quiet) of the torch call a mode is running; .net
+# eager: .call = (mode, name, quiet) of the torch call a mode is running; .net, the thread's eager net; .aside, the net
+# while set aside (_without_net); .step_net, the net while an optimizer step has it set aside (_step_begins)
+_here = threading.local()
 
 
 class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
@@ -538,6 +543,8 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         if how == _THROUGH and all(t in _PLAIN_TYPES for t in types):
             function_mode_base_enter(self)
             try:
+                if func in _RUNS_FORWARD_AGAIN:
+                    return _without_net(what, args, kwargs)
                 return what(*args, **kwargs)
             finally:
                 function_mode_base_exit(self)
@@ -575,10 +582,16 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
         the call itself was reported: quiet)."""
         outer = getattr(_here, "call", None)
         _here.call = (self, name, quiet)
+        aside = getattr(_here, "aside", None)  # the net, set aside for a backward pass or an optimizer step
+        if aside is not None:
+            dispatch_mode_put_back(aside)
+            _here.aside = None
         try:
             return func(*args, **kwargs)
         finally:
             _here.call = outer
+            if aside is not None and dispatch_mode_set_aside(aside):
+                _here.aside = aside
 
     def _report(self, name, reason):
         uncovered = self.uncovered
@@ -612,6 +625,8 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             _unbind()
             if self._net is not None:
                 net, self._net, _here.net = self._net, None, None
+                _here.step_net = None
+                _put_back(net)  # if an optimizer step that raised left it aside
                 net.__exit__(None, None, None)
 
 
@@ -666,6 +681,49 @@ def _compiled_code_running():
     return False
 
 
+# A backward pass and an optimizer step draw nothing of their own: torch's derivative formulas and optimizers never
+# draw, and a checkpointed region's recomputation draws what its forward drew, which the net saw then. Yet they make
+# most of a small model's aten ops, each a Python call of the net's (a 3-layer MLP's eager step took 2.1x its time
+# without the mode, 1.5-1.6x with the net set aside there: docs: performance/, "torch_rngx.mode"). So the net is set
+# aside for them, the mode staying on; a call there that the mode watches (another library's op, a Python function,
+# a random op) runs under the net again (_watched).
+def _without_net(call, args, kwargs):
+    """call(*args, **kwargs) with this thread's net set aside (a backward pass)."""
+    net = None if torch.compiler.is_compiling() else getattr(_here, "net", None)
+    if net is None or not dispatch_mode_set_aside(net):
+        return call(*args, **kwargs)
+    outer, _here.aside = getattr(_here, "aside", None), net
+    try:
+        return call(*args, **kwargs)
+    finally:
+        _put_back(net, outer)
+
+
+def _step_begins(optimizer, args, kwargs):
+    """An optimizer step runs with the net set aside, but for one given a closure (which runs the forward again);
+    _step_ends puts it back, and a step that raised leaves it to its mode's exit or the next step's end."""
+    if torch.compiler.is_compiling() or len(args) > 1 or kwargs.get("closure") is not None:  # args[0]: optimizer
+        return
+    net = getattr(_here, "net", None)
+    if net is not None and getattr(_here, "aside", None) is None and dispatch_mode_set_aside(net):
+        _here.aside = _here.step_net = net
+
+
+def _step_ends(optimizer, args, kwargs):
+    net = getattr(_here, "step_net", None)
+    if net is not None:
+        _here.step_net = None
+        _put_back(net)
+
+
+def _put_back(net, outer=None):
+    """The net on its stack again, unless a call the mode watched found it could not set it aside after it (a dispatch
+    mode left pushed inside): then it is there already."""
+    aside, _here.aside = getattr(_here, "aside", None), outer
+    if aside is net:
+        dispatch_mode_put_back(net)
+
+
 # ---- bindings while any mode is active: nn.init.trunc_normal_ and the DataLoader workers' entry point ----
 
 
@@ -700,8 +758,16 @@ _entered = 0
 _bind_lock = threading.Lock()
 
 
+_step_hooks: list = []  # the optimizer step hooks' handles while a mode is active
+
+
 def _set_bindings(on):
     torch.nn.init.trunc_normal_ = _TRUNC_WRAPPER if on else _TRUNC_NORMAL
+    if on:
+        _step_hooks[:] = [register_optimizer_step_pre_hook(_step_begins), register_optimizer_step_post_hook(_step_ends)]
+    else:
+        while _step_hooks:
+            _step_hooks.pop().remove()
     if not torch.compiler.is_compiling():  # a DataLoader never starts in compiled code
         set_dataloader_worker_loop(workers.WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
 
