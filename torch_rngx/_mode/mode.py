@@ -615,6 +615,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             # no net under "ignore", which reports nothing: it would cost every aten op inside a Python call
             if self.uncovered != "ignore" and getattr(_here, "net", None) is None:
                 self._net = _here.net = _Net(self).__enter__()
+                _count_net(1)
         _bind()
         return super().__enter__()
 
@@ -628,6 +629,7 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
                 _here.step_net = None
                 _put_back(net)  # if an optimizer step that raised left it aside
                 net.__exit__(None, None, None)
+                _count_net(-1)
 
 
 # ---- the eager net ----
@@ -758,16 +760,8 @@ _entered = 0
 _bind_lock = threading.Lock()
 
 
-_step_hooks: list = []  # the optimizer step hooks' handles while a mode is active
-
-
 def _set_bindings(on):
     torch.nn.init.trunc_normal_ = _TRUNC_WRAPPER if on else _TRUNC_NORMAL
-    if on:
-        _step_hooks[:] = [register_optimizer_step_pre_hook(_step_begins), register_optimizer_step_post_hook(_step_ends)]
-    else:
-        while _step_hooks:
-            _step_hooks.pop().remove()
     if not torch.compiler.is_compiling():  # a DataLoader never starts in compiled code
         set_dataloader_worker_loop(workers.WorkerLoop(_WORKER_LOOP) if on else _WORKER_LOOP)
 
@@ -782,6 +776,24 @@ def _bind():
         _entered += 1
         if _entered == 1:
             _set_bindings(True)
+
+
+_nets = 0  # eager nets on any thread
+_step_hooks: list = []  # the optimizer step hooks' handles, registered while there is a net (not for "ignore")
+
+
+def _count_net(change):
+    global _nets
+    with _bind_lock:
+        _nets += change
+        if _nets == 1 and change == 1:
+            _step_hooks[:] = [
+                register_optimizer_step_pre_hook(_step_begins),
+                register_optimizer_step_post_hook(_step_ends),
+            ]
+        elif _nets == 0:
+            while _step_hooks:
+                _step_hooks.pop().remove()
 
 
 def _unbind():
