@@ -480,6 +480,9 @@ class mode(torch.overrides.TorchFunctionMode, contextlib.ContextDecorator):
             any call given an explicit torch.Generator, a random op inside a C++ extension, ...;
             torch_rngx.uncovered_names() lists torch's functions): "warn" (once per function and process, an
             UncoveredRandomWarning naming it; at trace time under torch.compile), "error" (RuntimeError) or "ignore".
+            Under "warn" and "error" every aten op in eager passes a net that names unrouted draws, but for those of
+            backward passes and optimizer steps, which draw nothing (docs: guarantees/, "torch_rngx.mode: torch's
+            random functions, routed"); "ignore" saves that cost.
 
     Modes nest: the innermost active one routes. The mode is per thread, as torch's function modes are: a thread
     that has not entered it keeps torch's random functions. DataLoader workers started inside it draw streams of
