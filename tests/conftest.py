@@ -98,12 +98,12 @@ def pytest_configure(config):
 
 
 # The modules that take longest, heaviest first (in `make test` on a 2-core EPYC with Inductor's cache empty, as in
-# CI, pytest's --junitxml: 223, 154, 86, 60, 60 and 55 s of a worker; opcheck's every sample, which led at 219 s on
-# the Xeon, is make opcheck's now, and test_aoti.py, 59 s, make aoti-cpp's).
+# CI, pytest's --durations summed by module: 148, 77, 57, 45, 44 and 42 s of a worker; opcheck's every sample is make
+# opcheck's, the Hugging Face models compiled with Inductor make inductor-models', test_aoti.py make aoti-cpp's).
 # xdist's loadfile hands each worker the next whole module in collection order, so a long module collected last leaves
 # the other worker idle for its length; started first, they run beside the short ones.
-SLOWEST_FIRST = ["test_third_party.py", "test_compile.py", "test_training.py", "test_mode.py", "test_dropout_family.py",
-                 "test_data.py"]
+SLOWEST_FIRST = ["test_compile.py", "test_training.py", "test_dropout_family.py", "test_compressai.py", "test_data.py",
+                 "test_third_party.py"]
 
 
 def pytest_collection_modifyitems(items):
