@@ -7,7 +7,7 @@ stream 1.0 contract (docs/stream.md; a state [seed, offset] counts its offset in
 1. CUDA == CPU, bit for bit: bits (all 8 integer dtypes), uniform (4 float dtypes, [0, 1) and other bounds),
    quantize_noise, dropout and its backward, stochastic_round (to a 16-bit and, saturating, to a float8 type),
    normal with tensor mean and std, alpha and feature alpha dropout, rrelu, cauchy, log_normal, geometric,
-   split, fold_in (int and tensor data), batched states ((N,1,1,1,2)
+   split, fold_in (int and tensor data), optim.stochastic_rounding's fused Adam step, batched states ((N,1,1,1,2)
    per sample, broadcast ones) and a Generator(device="cuda"); layouts contiguous, channels_last, transposed,
    sliced and 1-D; the state on the CPU and on the GPU; float32 uniform and dropout at 2^size-log2 elements.
 2. words == cuRAND: bits of the state [seed, o] are cuRAND's Philox4_32_10 words from curand_init(seed, 0, 4*o)
@@ -388,6 +388,27 @@ def check_generator():
         t.add(all(a.device.type == DEV and same(a.state, b.state) for a, b in zip(kd, kc)), f"{name} states")
         t.add(same(rngx.rand_like(x.to(DEV), generator=kd[-1]), rngx.rand_like(x, generator=kc[-1])), f"{name} values")
     t.record("cuda==cpu", "Generator(device='cuda')")
+
+
+def check_adam_step():
+    """torch_rngx.optim.stochastic_rounding's fused AdamW step (rngx::adam_sround_) on the device: weights and
+    moments are the CPU's, bit for bit, over 3 steps of bfloat16 and float16 weights, Adam with L2 and maximize too."""
+    t = Tally()
+    for dtype in (torch.bfloat16, torch.float16):
+        for kind, options in ((torch.optim.AdamW, dict(weight_decay=0.1)),
+                              (torch.optim.Adam, dict(weight_decay=0.05, maximize=True, betas=(0.3, 0.9)))):
+            runs = []
+            for device in ("cpu", DEV):
+                torch.manual_seed(4)
+                w = torch.nn.Parameter(torch.randn(3001, 7).to(dtype).to(device))
+                opt = kind([w], lr=1e-2, **options)
+                rngx.optim.stochastic_rounding(opt, seed=8)
+                for _ in range(3):
+                    w.grad = (torch.randn(3001, 7) * 0.1).to(dtype).to(device)
+                    opt.step()
+                runs.append([w.detach().cpu(), opt.state[w]["exp_avg"].cpu(), opt.state[w]["exp_avg_sq"].cpu()])
+            t.add(all(same(a, b) for a, b in zip(*runs)), f"{kind.__name__} {dtype}")
+    t.record("cuda==cpu", "optim.stochastic_rounding fused Adam step")
 
 
 def check_errors():
@@ -999,7 +1020,7 @@ def main():
     ready = DEV == "cpu" or (torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key("rngx::uniform", "CUDA"))
     record("setup", "device and CUDA kernels", "pass" if ready else "fail", f"torch {torch.__version__}, {meta['gpu'] or DEV}")
     sections = [("stream 1.0", check_known_answers), ("cuda==cpu", check_float_ops), ("cuda==cpu", check_bits), ("cuda==cpu", check_split_fold_in),
-                ("cuda==cpu", check_batched), ("cuda==cpu", check_global_view), ("cuda==cpu", check_generator), ("cuda==cpu", check_errors),
+                ("cuda==cpu", check_batched), ("cuda==cpu", check_global_view), ("cuda==cpu", check_generator), ("cuda==cpu", check_adam_step), ("cuda==cpu", check_errors),
                 ("cuda==cpu", lambda: check_big(args.size_log2)), ("curand", check_curand),
                 ("torch.func._random", check_func_random), ("compile", check_compile), ("compile", check_cuda_graphs),
                 ("cuda==cpu", check_permutations), ("mode", check_mode)]

@@ -11,8 +11,8 @@ best round):
   1.3x their time).
 - an optimizer step (AdamW, and SGD with momentum) on 2^22 parameters in 4 tensors, on 1 and on 2 threads: bfloat16
   weights with torch_rngx.optim.stochastic_rounding against the same optimizer on float32 weights (target: at most
-  1.3x its time). On a shared machine the 2-thread rows also count each op's wait for its second thread, which our
-  step has more of (it adds 3 ops per parameter to the optimizer's 10 or so).
+  1.3x its time). AdamW takes the fused step (rngx::adam_sround_); its row with fused=False, and SGD's, step float32
+  copies (3 more ops per parameter than the optimizer's own).
 
     .venv/bin/python benchmarks/sround.py            # about a minute on 2 cores
     .venv/bin/python benchmarks/sround.py --cpu-time # only AdamW on 1 thread, in CPU time (which the load moves less)
@@ -81,13 +81,14 @@ def cpu_time_rows(rounds=25, log2=22):
     taking turns."""
     torch.set_num_threads(1)
     steps = {}
-    for name, dtype in (("ours", torch.bfloat16), ("float32", torch.float32)):
+    for name, dtype, fused in (("ours", torch.bfloat16, True), ("ours, fused=False", torch.bfloat16, False),
+                               ("float32", torch.float32, None)):
         params = [torch.nn.Parameter(torch.randn(1 << (log2 - 2)).to(dtype)) for _ in range(4)]
         for p in params:
             p.grad = (torch.randn(1 << (log2 - 2)) * 1e-2).to(dtype)
         opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
-        if dtype == torch.bfloat16:
-            torch_rngx.optim.stochastic_rounding(opt, seed=0)
+        if fused is not None:
+            torch_rngx.optim.stochastic_rounding(opt, seed=0, fused=fused)
         steps[name] = opt.step
     best = dict.fromkeys(steps, float("inf"))
     for _ in range(rounds):
@@ -96,7 +97,9 @@ def cpu_time_rows(rounds=25, log2=22):
             step()
             best[name] = min(best[name], time.process_time() - t0)
     return [(f"AdamW 2^{log2}, 1 thread, CPU time", "AdamW on float32 weights", best["ours"], best["float32"],
-             best["ours"] / best["float32"], "<= 1.3 (time)")]
+             best["ours"] / best["float32"], "<= 1.3 (time)"),
+            ("the same, fused=False", "AdamW on float32 weights", best["ours, fused=False"], best["float32"],
+             best["ours, fused=False"] / best["float32"], "")]
 
 
 def optimizer_rows(budget, threads, log2=22):
@@ -104,22 +107,27 @@ def optimizer_rows(budget, threads, log2=22):
     shape = (4, (1 << log2) // 4)
     rows = []
 
-    def optimizer(make, dtype):
+    def optimizer(make, dtype, fused=True):
         params = [torch.nn.Parameter(torch.randn(shape[1]).to(dtype)) for _ in range(shape[0])]
         for p in params:
             p.grad = (torch.randn(shape[1]) * 1e-2).to(dtype)
         opt = make(params)
         if dtype == torch.bfloat16:
-            torch_rngx.optim.stochastic_rounding(opt, seed=0)
+            torch_rngx.optim.stochastic_rounding(opt, seed=0, fused=fused)
         return opt
 
     for name, make in (("AdamW", lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01)),
                        ("SGD, momentum 0.9", lambda ps: torch.optim.SGD(ps, lr=1e-3, momentum=0.9))):
-        ours, theirs = optimizer(make, torch.bfloat16), optimizer(make, torch.float32)
-        times = _interleaved({"ours": ours.step, "float32": theirs.step}, budget)
-        rows.append((f"{name}, 2^{log2} params, {threads} thread{'s' * (threads > 1)}", f"{name} on float32 weights",
-                     times["ours"], times["float32"], times["ours"] / times["float32"],
-                     "<= 1.3 (time)" if name == "AdamW" else ""))
+        steps = {"ours": optimizer(make, torch.bfloat16).step, "float32": optimizer(make, torch.float32).step}
+        if name == "AdamW":
+            steps["fused=False"] = optimizer(make, torch.bfloat16, fused=False).step
+        times = _interleaved(steps, budget)
+        where = f"{name}, 2^{log2} params, {threads} thread{'s' * (threads > 1)}"
+        rows.append((where, f"{name} on float32 weights", times["ours"], times["float32"],
+                     times["ours"] / times["float32"], "<= 1.3 (time)" if name == "AdamW" else ""))
+        if name == "AdamW":
+            rows.append(("the same, fused=False", f"{name} on float32 weights", times["fused=False"], times["float32"],
+                         times["fused=False"] / times["float32"], ""))
     return rows
 
 

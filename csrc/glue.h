@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/adam.h"
 #include "kernels/kernels.h"
 #include "kernels/op_table.h"
 
@@ -404,6 +405,63 @@ inline Tensor empty_like(const Tensor& like, std::optional<ScalarType> dtype) {
       torch::stable::detail::from(std::nullopt), torch::stable::detail::from(std::nullopt)};
   STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher("aten::empty_like", "", stack.data(), TORCH_ABI_VERSION));
   return torch::stable::detail::to<Tensor>(stack[0]);
+}
+
+// adam_sround_'s operands: param's dtype (the moments float32) and shape, contiguous, on param's device.
+inline void check_adam_operand(const Tensor& t, const Tensor& param, const char* name, bool moment) {
+  STD_TORCH_CHECK(t.defined(), "rngx.adam_sround_: ", name, " must be a tensor, got None");
+  STD_TORCH_CHECK(t.is_cpu() == param.is_cpu() && t.get_device_index() == param.get_device_index(),
+                  "rngx.adam_sround_: ", name, " must be on param's device");
+  STD_TORCH_CHECK(moment ? t.scalar_type() == ScalarType::Float : t.scalar_type() == param.scalar_type(),
+                  "rngx.adam_sround_: ", name, moment ? " must be float32" : " must have param's dtype");
+  bool same = t.dim() == param.dim();
+  for (int64_t d = 0; same && d < t.dim(); ++d) same = t.size(d) == param.size(d);
+  STD_TORCH_CHECK(same && t.is_contiguous(), "rngx.adam_sround_: ", name, " must be contiguous, of param's shape");
+}
+
+// A fused step's numbers (kernels/adam.h) and its rounding's (stochastic_round from float32 to param's dtype).
+struct AdamStep {
+  rngx_adam a;
+  rngx_params rounding;
+};
+
+// adam_sround_'s arguments checked, and torch's scalars derived as torch.optim.adam's _single_tensor_adam makes them:
+// in double, as Python computes them (pow for ** and ** 0.5), each rounded to float32 where its kernel takes it.
+inline AdamStep adam_of(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                        double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled,
+                        bool maximize, int64_t step) {
+  STD_TORCH_CHECK(param.scalar_type() == ScalarType::BFloat16 || param.scalar_type() == ScalarType::Half,
+                  "rngx.adam_sround_: param must be bfloat16 or float16");
+  STD_TORCH_CHECK(param.is_contiguous(), "rngx.adam_sround_: param must be contiguous");
+  check_adam_operand(grad, param, "grad", false);
+  check_adam_operand(exp_avg, param, "exp_avg", true);
+  check_adam_operand(exp_avg_sq, param, "exp_avg_sq", true);
+  STD_TORCH_CHECK(step >= 1, "rngx.adam_sround_: step must be >= 1, got ", step);
+  STD_TORCH_CHECK(lr >= 0 && beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps >= 0 && weight_decay >= 0,
+                  "rngx.adam_sround_: lr, eps and weight_decay must be >= 0 and beta1, beta2 in [0, 1), got lr=", lr,
+                  ", beta1=", beta1, ", beta2=", beta2, ", eps=", eps, ", weight_decay=", weight_decay);
+  AdamStep out{};
+  rngx_adam& a = out.a;
+  a.param = static_cast<const uint16_t*>(param.const_data_ptr());
+  a.grad = static_cast<const uint16_t*>(grad.const_data_ptr());
+  a.exp_avg = static_cast<float*>(exp_avg.mutable_data_ptr());
+  a.exp_avg_sq = static_cast<float*>(exp_avg_sq.mutable_data_ptr());
+  a.dtype = param.scalar_type() == ScalarType::BFloat16 ? RNGX_BFLOAT16 : RNGX_FLOAT16;
+  a.maximize = maximize;
+  a.l2 = !decoupled && weight_decay != 0;
+  a.decay = decoupled && weight_decay != 0;
+  a.weight_decay = static_cast<float>(weight_decay);
+  a.decay_factor = static_cast<float>(1 - lr * weight_decay);
+  a.lerp_weight = static_cast<float>(1 - beta1);
+  a.beta2 = static_cast<float>(beta2);
+  a.one_minus_beta2 = static_cast<float>(1 - beta2);
+  const double t = static_cast<double>(step);
+  a.bias_correction2_sqrt = static_cast<float>(std::pow(1 - std::pow(beta2, t), 0.5));
+  a.eps = static_cast<float>(eps);
+  a.neg_step_size = static_cast<float>(-(lr / (1 - std::pow(beta1, t))));
+  STD_TORCH_CHECK(rngx_sround_params(a.dtype, RNGX_FLOAT32, 0, &out.rounding) == nullptr,
+                  "rngx.adam_sround_: no rounding from float32 to param's dtype");
+  return out;
 }
 
 }  // namespace rngx_glue

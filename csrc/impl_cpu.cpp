@@ -207,6 +207,33 @@ Tensor fold_in(Tensor state, Tensor data) {
   return out;
 }
 
+// Elements a thread updates in float32 before rounding them: 8 KiB, so they are still in L1 when read again.
+constexpr int64_t kAdamPiece = 2048;
+
+// Adam's step in float32 (kernels/adam.h), rounded into param as stochastic_round(update, state, param.dtype) rounds
+// it: each piece of the update is made into a buffer on the thread's stack, then rounded by the sampler's own
+// kernel, whose job reads x from that buffer (its input based so that logical element i is the buffer's i - begin).
+void adam_sround_(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor state, double lr, double beta1,
+                  double beta2, double eps, double weight_decay, bool decoupled, bool maximize, int64_t step,
+                  GlobalArg global_shape, GlobalArg global_start) {
+  check_cpu_state(state);
+  check_input(param, "param");
+  const AdamStep adam = adam_of(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled,
+                                maximize, step);
+  const KeyLayout keys = keys_for(state, param, global_shape, global_start);
+  const rngx_job job = make_job(keys, adam.a.dtype, param, &param);
+  run_parallel(param, [&](int64_t begin, int64_t end) {
+    float update[kAdamPiece];
+    for (int64_t b = begin; b < end; b += kAdamPiece) {
+      const int64_t e = std::min(end, b + kAdamPiece);
+      rngx_adam_update(&adam.a, b, e, update);
+      rngx_job piece = job;
+      piece.in.data = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(update) - static_cast<uintptr_t>(b) * 4);
+      rngx_sround(&piece, &adam.rounding, b, e);
+    }
+  });
+}
+
 }  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CPU, m) {

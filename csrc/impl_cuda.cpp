@@ -164,6 +164,26 @@ Tensor fold_in(Tensor state, Tensor data) {
   return out;
 }
 
+// Adam's step in float32 (kernels/adam.h) into a float32 buffer, then rounded into param by the sampler's own kernel
+// reading it, both on the device's current stream: the CPU's bits (its pieces and the buffer here hold the same
+// update).
+void adam_sround_(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor state, double lr, double beta1,
+                  double beta2, double eps, double weight_decay, bool decoupled, bool maximize, int64_t step,
+                  GlobalArg global_shape, GlobalArg global_start) {
+  check_cuda_state(state, param, "param");
+  const AdamStep adam = adam_of(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled,
+                                maximize, step);
+  const int32_t dev = param.get_device_index();
+  torch::stable::accelerator::DeviceGuard guard(dev);
+  Tensor update = torch::stable::new_empty(param, param.sizes(), ScalarType::Float);
+  check_launch(rngx_cuda_adam_update(&adam.a, static_cast<float*>(update.mutable_data_ptr()), param.numel(),
+                                     current_stream(dev)),
+               "rngx.adam_sround_");
+  const KeyLayout keys = keys_for(state, param, global_shape, global_start);
+  const rngx_job job = make_job(keys, adam.a.dtype, param, &update);
+  check_launch(rngx_cuda_sround(&job, current_stream(dev), &adam.rounding), "rngx.adam_sround_");
+}
+
 }  // namespace
 
 STABLE_TORCH_LIBRARY_IMPL(rngx, CUDA, m) {

@@ -7,21 +7,31 @@ update smaller than half a step of the weights' dtype moves them on average inst
 of 1.0 never moves by an update below 2^-9 under round-to-nearest). The draws of parameter i at step t take the key
 fold_in(fold_in(key(seed), t), i): a resumed run rounds exactly as the uninterrupted one, and a parameter sharded as
 a DTensor (FSDP2's) exactly as the whole one, since each rank rounds its block through the global view.
+
+torch.optim.Adam and AdamW take a fused step (one op, rngx::adam_sround_, reads each weight, gradient and moment
+once and rounds in the same pass; CPU and CUDA give the same bits); every other optimizer steps float32 stand-ins,
+then rounds.
 """
 
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any, Optional
 
 import torch
 
 from . import functional
+from ._engine.spec import rngx as ops
 
 __all__ = ["StochasticRounding", "stochastic_rounding"]
 
 # The weight dtypes the rounding keeps; float32 (and float64) parameters are the optimizer's as before.
 LOW = (torch.bfloat16, torch.float16)
+# The optimizers whose step is fused with the rounding (exactly these classes: a subclass may change the step), and
+# the group options that change torch's step from the formula the fused op computes.
+FUSED = (torch.optim.Adam, torch.optim.AdamW)
+_UNFUSED_OPTIONS = ("amsgrad", "capturable", "differentiable", "fused")
 _SEED, _STEP = "stochastic_round_seed", "stochastic_round_step"  # each param group's (its state_dict saves them)
 
 
@@ -40,10 +50,13 @@ class StochasticRounding:
     During a step the optimizer sees a float32 stand-in for each low-precision parameter with a gradient (a new
     Parameter holding float32 copies of its value and gradient, in its place in the param group, with its state);
     the parameter itself is never swapped or retyped, so a DTensor parameter or any tensor subclass works alike.
+    A parameter that takes the fused step (`fused`) is stepped before the optimizer's own step, which sees an empty
+    Parameter without a gradient in its place.
 
     Args:
         optimizer (torch.optim.Optimizer): the optimizer it rounds for.
         seed (int): the seed of its keys, in [0, 2^64).
+        fused (bool): whether torch.optim.Adam and AdamW step their parameters with the fused op.
 
     Example::
 
@@ -54,9 +67,10 @@ class StochasticRounding:
         >>> rounding.remove()
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, seed: int) -> None:
-        self.optimizer, self.seed = optimizer, seed
+    def __init__(self, optimizer: torch.optim.Optimizer, seed: int, fused: bool = True) -> None:
+        self.optimizer, self.seed, self.fused = optimizer, seed, fused
         self._stand_ins: list = []  # (index, parameter, its float32 stand-in, group, position) while a step runs
+        self._stepped: list = []  # (parameter, group, position) of those the fused op stepped, set aside
         self._handles = [
             optimizer.register_step_pre_hook(self._to_float32),
             optimizer.register_step_post_hook(self._round_back),
@@ -91,6 +105,9 @@ class StochasticRounding:
 
     def _restore(self, optimizer: Any = None) -> None:
         """Each parameter back in its place, with the state its stand-in has now."""
+        stepped, self._stepped = self._stepped, []
+        for p, group, pos in stepped:
+            group["params"][pos] = p
         stand_ins, self._stand_ins = self._stand_ins, []
         for _, p, value, group, pos in stand_ins:
             group["params"][pos] = p
@@ -98,13 +115,23 @@ class StochasticRounding:
                 self.optimizer.state[p] = self.optimizer.state.pop(value)
 
     def _to_float32(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """Before the step: float32 stand-ins for the low-precision parameters with a gradient, so the optimizer (and
-        the state it makes, such as Adam's moments) works in float32. A step that raised left its stand-ins: they go
-        first."""
+        """Before the step: the fused step for the parameters that take it, set aside; float32 stand-ins for the other
+        low-precision parameters with a gradient, so the optimizer (and the state it makes, such as Adam's moments)
+        works in float32. A step that raised left its stand-ins: they go first. A closure computes the gradients
+        inside the step, so a step given one takes no fused step."""
         self._restore()
+        closure = len(args) > 1 or kwargs.get("closure") is not None  # args: (optimizer, *step's)
         with torch.no_grad():
-            for index, p, group, pos in list(self._params()):
-                if p.grad is None:
+            params = [(index, p, group, pos) for index, p, group, pos in self._params() if p.grad is not None]
+            fused = [at for at in params if not closure and self._fusable(at[1], at[2])]
+            if fused:
+                keys = self._keys([(index, group) for index, _, group, _ in fused])
+                for key, (_, p, group, pos) in zip(keys, fused):
+                    self._adam_step(p, group, key)
+                    group["params"][pos] = torch.nn.Parameter(torch.empty(0))  # no gradient: the step skips it
+                    self._stepped.append((p, group, pos))
+            for index, p, group, pos in params:
+                if group["params"][pos] is not p:
                     continue
                 value = torch.nn.Parameter(p.detach().float(), requires_grad=p.requires_grad)
                 value.grad = p.grad.float()
@@ -122,6 +149,62 @@ class StochasticRounding:
                     p.copy_(functional.stochastic_round(value.detach(), key, p.dtype))
             for group in self.optimizer.param_groups:
                 group[_STEP] = group.get(_STEP, 0) + 1
+
+    def _fusable(self, p, group) -> bool:
+        """Whether p takes the fused step: a CPU or CUDA parameter (or a DTensor of them) of torch.optim.Adam or AdamW
+        itself, without the options that change its formula, its gradient and any moments it has dense, contiguous
+        and on its device."""
+        if not self.fused or type(self.optimizer) not in FUSED or any(group.get(o) for o in _UNFUSED_OPTIONS):
+            return False
+        if not _in_range(group):  # torch steps with what it was given; the fused op refuses it, so it never raises
+            return False
+        dtensor = _dtensor_type()
+        if type(p) not in (torch.nn.Parameter, torch.Tensor, dtensor) or type(p.grad) is not type(p.data):
+            return False
+        state = self.optimizer.state.get(p, {})
+        moments = [state[name] for name in ("exp_avg", "exp_avg_sq") if name in state]
+        if len(moments) != (2 if state else 0) or any(m.dtype != torch.float32 or m.shape != p.shape for m in moments):
+            return False
+        tensors = [_local(t) for t in (p, p.grad, *moments)]
+        device = tensors[0].device
+        return (
+            device.type in ("cpu", "cuda")
+            and p.grad.dtype == p.dtype
+            and all(t.device == device and t.layout == torch.strided and t.is_contiguous() for t in tensors)
+        )
+
+    def _adam_step(self, p, group, key) -> None:
+        """torch.optim.Adam's (AdamW's) step on p in float32, rounded into p with stochastic_round under key: one
+        rngx::adam_sround_ call on p's (local) tensors. Its state is the one torch's step on a float32 copy keeps."""
+        state = self.optimizer.state[p]
+        if not state:
+            state["step"] = torch.tensor(0.0, dtype=_step_dtype())
+            for name in ("exp_avg", "exp_avg_sq"):
+                state[name] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
+        state["step"] += 1
+        beta1, beta2 = (float(b) for b in group["betas"])
+        decoupled = group.get("decoupled_weight_decay", isinstance(self.optimizer, torch.optim.AdamW))
+        view: tuple = (None, None)
+        if isinstance(p, _dtensor_type() or ()):  # its block's place in the whole, as the DTensor rule gives it
+            from ._engine.dtensor import view_of
+
+            view = view_of(p, "param")
+        ops.adam_sround_(
+            _local(p),
+            _local(p.grad),
+            _local(state["exp_avg"]),
+            _local(state["exp_avg_sq"]),
+            key,
+            float(group["lr"]),
+            beta1,
+            beta2,
+            float(group["eps"]),
+            float(group["weight_decay"]),
+            bool(decoupled),
+            bool(group["maximize"]),
+            int(state["step"].item()),
+            *view,
+        )
 
     @staticmethod
     def _keys(params):
@@ -143,7 +226,38 @@ class StochasticRounding:
             self._stand_in(index, p, group, pos, torch.empty_like(p, dtype=torch.float32))
 
 
-def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = None) -> StochasticRounding:
+def _dtensor_type() -> Any:
+    """DTensor's class where torch.distributed.tensor is loaded (no DTensor exists before), else None: this module
+    does not load it."""
+    module = sys.modules.get("torch.distributed.tensor")
+    return None if module is None else module.DTensor
+
+
+def _local(t):
+    """A DTensor's local tensor; any other tensor itself."""
+    return t.to_local() if isinstance(t, _dtensor_type() or ()) else t
+
+
+def _in_range(group) -> bool:
+    """Whether a param group's numbers are those torch.optim.Adam's constructor accepts (a group edited after it may
+    hold others): lr, eps and weight_decay >= 0, both betas in [0, 1)."""
+    try:
+        lr, eps, decay = (float(group[k]) for k in ("lr", "eps", "weight_decay"))
+        beta1, beta2 = (float(b) for b in group["betas"])
+        return lr >= 0 and eps >= 0 and decay >= 0 and 0 <= beta1 < 1 and 0 <= beta2 < 1
+    except (TypeError, ValueError, RuntimeError):  # a tensor of many values, or no number at all
+        return False
+
+
+def _step_dtype() -> torch.dtype:
+    """The dtype torch's Adam gives its step count (torch.optim.optimizer._get_scalar_dtype): float64 under a float64
+    default dtype, else float32."""
+    return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
+
+
+def stochastic_rounding(
+    optimizer: torch.optim.Optimizer, seed: Optional[int] = None, fused: bool = True
+) -> StochasticRounding:
     """Makes `optimizer` step its bfloat16 and float16 parameters in float32 and round the result back with
     stochastic rounding (functional.stochastic_round): low-precision weights with no float32 master copy, whose small
     updates still add up. One line for any torch.optim optimizer. No torch counterpart (torchao's
@@ -161,6 +275,12 @@ def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = 
         optimizer (torch.optim.Optimizer): any optimizer; its other behaviour is unchanged.
         seed (int, optional): in [0, 2^64); default one drawn from torch's default CPU generator (so
             torch.manual_seed fixes it).
+        fused (bool): True (the default): torch.optim.Adam and AdamW (those classes, not subclasses) step each CPU or
+            CUDA parameter in one fused op, rngx::adam_sround_, faster than their own float32 step and with no float32
+            copies, unless amsgrad, capturable, differentiable or fused is set or a closure is given. Its float32
+            update is torch's formula with each operation one IEEE operation, rounded once (docs/training.md): the
+            same bits on every CPU and on CUDA, where torch's own kernels differ by their fused multiply-adds and
+            square root. False: every optimizer steps float32 stand-ins, bit for bit its own float32 step.
 
     Returns:
         StochasticRounding: its `remove()` takes the rounding off again.
@@ -180,4 +300,6 @@ def stochastic_rounding(optimizer: torch.optim.Optimizer, seed: Optional[int] = 
     if seed is None:
         seed = int(torch.randint(0, 1 << 62, (), dtype=torch.int64))
     functional.key(seed)  # checks it as a key's seed, naming it
-    return StochasticRounding(optimizer, operator.index(seed))
+    if not isinstance(fused, bool):
+        raise TypeError(f"fused must be a bool, got {type(fused).__name__}")
+    return StochasticRounding(optimizer, operator.index(seed), fused)

@@ -3,6 +3,7 @@
 // there go through __fmul_rn/__fadd_rn (and the double versions) in device code, which the compiler never fuses
 // into an FMA; the CPU side builds with -ffp-contract=off. No op is written out here.
 
+#include "adam.h"
 #include "elements.h"
 #include "kernels_cuda.h"
 #include "layouts.cuh"
@@ -105,6 +106,14 @@ __global__ void fold_in_kernel(const int64_t *keys, int64_t n, const int64_t *da
     rngx_child_key(keys + 2 * b, (uint64_t)data[b * data_stride], out + 2 * b);
 }
 
+// Adam's update (adam.h): one element per thread, each the CPU's bits (the element's _rn operations).
+__global__ void adam_update_kernel(rngx_adam a, float *out, int64_t n) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  const int bf16 = a.dtype == RNGX_BFLOAT16;
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += step)
+    out[j] = rngx_adam_element(&a, j, bf16, a.maximize, a.l2, a.decay);
+}
+
 }  // namespace rngx
 
 // The parameters come from elements.h's rngx_<kernel>_params on the host, so the CUDA and C kernels read the same
@@ -142,5 +151,12 @@ extern "C" int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *
   using namespace rngx;
   if (n == 0) return (int)cudaSuccess;
   RNGX_LAUNCH(fold_in_kernel, blocks_for(n), kThreads, (cudaStream_t)stream, keys, n, data, data_stride, out);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int rngx_cuda_adam_update(const rngx_adam *a, float *out, int64_t n, void *stream) {
+  using namespace rngx;
+  if (n == 0) return (int)cudaSuccess;
+  RNGX_LAUNCH(adam_update_kernel, blocks_for(n), kThreads, (cudaStream_t)stream, *a, out, n);
   return (int)cudaGetLastError();
 }

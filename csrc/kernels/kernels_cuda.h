@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "adam.h"
 #include "kernels.h"
 
 #ifdef __cplusplus
@@ -30,6 +31,8 @@ RNGX_DEVICE_KERNELS(RNGX_DECLARE_CUDA_KERNEL)
 int rngx_cuda_split(const int64_t *keys, int64_t n, int64_t num, int64_t *out, void *stream);
 int rngx_cuda_fold_in(const int64_t *keys, int64_t n, const int64_t *data, int64_t data_stride, int64_t *out,
                       void *stream);
+/* Adam's update of a's n elements (rngx_adam_update's, on device pointers) into out[0, n). */
+int rngx_cuda_adam_update(const rngx_adam *a, float *out, int64_t n, void *stream);
 
 #ifdef __cplusplus
 }

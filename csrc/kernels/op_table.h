@@ -81,7 +81,13 @@
   /* normal with tensor mean and std: like's shape (broadcast, stride 0 allowed) and dtype */                     \
   X(normal_tensor, "normal_tensor(Tensor like, Tensor state, Tensor mean, Tensor std, " RNGX_VIEW ") -> Tensor")   \
   X(split, "split(Tensor state, int num) -> Tensor")                                                               \
-  X(fold_in, "fold_in(Tensor state, Tensor data) -> Tensor")
+  X(fold_in, "fold_in(Tensor state, Tensor data) -> Tensor")                                                       \
+  /* Adam's (decoupled: AdamW's) step on bfloat16 or float16 weights in float32 (adam.h), rounded into param with   \
+     stochastic_round's words of state (torch_rngx/optim.py's fused step); every tensor contiguous, of param's      \
+     shape, the moments float32 */                                                                                \
+  X(adam_sround_, "adam_sround_(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "        \
+                  "Tensor state, float lr, float beta1, float beta2, float eps, float weight_decay, bool decoupled, " \
+                  "bool maximize, int step, " RNGX_VIEW ") -> ()")
 
 // Their elementwise kernels, generated as a sampler's (loops.c, kernels_cuda.cu) from
 //   X(kernel, types, reads, words, form)

@@ -525,6 +525,49 @@ void check_split_fold_in() {
   CHECK(d_out.read() == untouched);
 }
 
+// Adam's update (the optimizer's fused step, adam.h): the CUDA kernel's weights and moments are the CPU loop's, bit
+// for bit, for both weight dtypes and every form of the step, on values across the weight dtype's range (its
+// subnormals, zeros of both signs, infinities and NaN included) and moments from earlier steps.
+void check_adam() {
+  std::mt19937 rng(11);
+  const int64_t n = 5000;
+  for (rngx_dtype dt : {RNGX_BFLOAT16, RNGX_FLOAT16})
+    for (int form = 0; form < 8; ++form) {
+      std::vector<uint16_t> param(n), grad(n);
+      std::vector<float> m(n), v(n);
+      for (int64_t j = 0; j < n; ++j) {
+        param[j] = (uint16_t)(j < 16 ? (j * 0x0F91u) : rng());  // the first few: special values of both types
+        grad[j] = (uint16_t)rng();
+        m[j] = j % 3 ? std::ldexp((float)(int32_t)rng(), -40) : 0.0f;
+        v[j] = j % 3 ? std::ldexp((float)(rng() >> 1), -45) : 0.0f;
+      }
+      rngx_adam a{};
+      a.dtype = dt;
+      a.maximize = form & 1;
+      a.l2 = (form >> 1) & 1;
+      a.decay = !a.l2 && ((form >> 2) & 1);
+      a.weight_decay = 0.01f, a.decay_factor = 0.9999f;
+      a.lerp_weight = (form >> 2) & 1 ? 0.1f : 0.7f;  // both of torch's lerp forms
+      a.beta2 = 0.999f, a.one_minus_beta2 = 0.001f, a.bias_correction2_sqrt = 0.0447f, a.eps = 1e-8f;
+      a.neg_step_size = -0.0123f;
+      std::vector<float> m_cpu = m, v_cpu = v, out_cpu(n);
+      rngx_adam cpu = a;
+      cpu.param = param.data(), cpu.grad = grad.data(), cpu.exp_avg = m_cpu.data(), cpu.exp_avg_sq = v_cpu.data();
+      rngx_adam_update(&cpu, 0, n, out_cpu.data());
+      const Dev<uint16_t> d_param(param), d_grad(grad);
+      const Dev<float> d_m(m), d_v(v), d_out(std::vector<float>(n, -1.0f));
+      rngx_adam dev = a;
+      dev.param = d_param.get(), dev.grad = d_grad.get(), dev.exp_avg = d_m.get(), dev.exp_avg_sq = d_v.get();
+      CHECK(rngx_cuda_adam_update(&dev, d_out.get(), n, nullptr) == 0);
+      const std::vector<float> out_dev = d_out.read(), m_dev = d_m.read(), v_dev = d_v.read();
+      CHECK_MSG(std::memcmp(out_cpu.data(), out_dev.data(), n * 4) == 0 &&
+                    std::memcmp(m_cpu.data(), m_dev.data(), n * 4) == 0 &&
+                    std::memcmp(v_cpu.data(), v_dev.data(), n * 4) == 0,
+                "  adam dtype=%d form=%d\n", (int)dt, form);
+      ++compares;
+    }
+}
+
 // ---- stream 1.0's known answers ----
 
 rngx_dtype kat_dtype(const std::string &d) {
@@ -732,6 +775,7 @@ int main() {
   check_global_view();
   check_huge_index();
   check_split_fold_in();
+  check_adam();
   check_kat();
   std::printf("%ld op comparisons, %zu known answers\n", compares, sizeof RNGX_KAT / sizeof *RNGX_KAT);
   return check_summary();

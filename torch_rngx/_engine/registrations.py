@@ -90,6 +90,29 @@ def _check_race(weights, state, draws, need):
     return shape
 
 
+# ---- adam_sround_: the optimizer's fused step (torch_rngx/optim.py); it writes its inputs and returns nothing ----
+@torch.library.register_fake("rngx::adam_sround_")
+def _(
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    state,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled,
+    maximize,
+    step,
+    global_shape=None,
+    global_start=None,
+):
+    checks.state(state)
+    return None
+
+
 @torch.library.register_fake("rngx::race")
 def _(weights, state, draws, need):
     return weights.new_empty(_check_race(weights, state, draws, need))
