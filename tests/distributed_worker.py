@@ -329,16 +329,19 @@ def rounding(mesh, pl, tag):
                    F.stochastic_round(full, key, torch.float8_e5m2, True), mesh, pl)
 
     def optimizer():
-        """A bfloat16 weight sharded as a DTensor, the same gradients as the whole one: AdamW with stochastic rounding
-        gives the weights (and float32 moments) of the single-process run on the whole weight."""
+        """A bfloat16 weight sharded as a DTensor, the same gradients as the whole one: AdamW's fused step with
+        stochastic rounding (its block through the global view) gives the weights (and float32 moments) of the
+        single-process run on the whole weight."""
         whole = torch.nn.Parameter(full.bfloat16())
         sharded = torch.nn.Parameter(spread(full.bfloat16(), mesh, pl))
         opts = [torch.optim.AdamW([p], lr=1e-2, weight_decay=0.1) for p in (whole, sharded)]
-        for opt in opts:
-            torch_rngx.optim.stochastic_rounding(opt, seed=99)
+        roundings = [torch_rngx.optim.stochastic_rounding(opt, seed=99) for opt in opts]
         for step in range(3):
             grad = data(seed=10 + step).bfloat16()
             whole.grad, sharded.grad = grad, spread(grad, mesh, pl)
+            for rounding, p in zip(roundings, (whole, sharded)):  # both take the fused step (rngx::adam_sround_)
+                if not rounding._fusable(p, rounding.optimizer.param_groups[0]):
+                    failures.append(f"{tag} optimizer step {step}: {type(p).__name__} not given the fused step")
             for opt in opts:
                 opt.step()
             check_bits(f"{tag} optimizer step {step}", sharded.detach(), whole.detach(), mesh, pl)
