@@ -23,10 +23,12 @@ def test_file_holds_exactly_the_cases():
 
 def registered_ops():
     """Every op a user draws with: the samplers (_spec.SPECS), the composites (randperm, multinomial) and every
-    other rngx op, but a Generator's steps and seed, the samplers' one-call forms (their kernels) and multinomial's
-    race (its kernel)."""
+    other rngx op, but a Generator's steps and seed, the samplers' one-call forms (their kernels), multinomial's
+    race (its kernel) and the optimizer's fused Adam step, whose words are stochastic_round's (its float32 update
+    is the optimizer's formula, not the stream's: tests/test_optim.py checks it against NumPy, make cuda-emu CUDA
+    against the CPU)."""
     names = {n.split("::")[1] for n in torch._C._dispatch_get_all_op_names() if n.startswith("rngx::")}
-    internal = {"take_", "step_", "seed_state", "race"} | {spec.fused for spec in _spec.SPECS.values()}
+    internal = {"take_", "step_", "seed_state", "race", "adam_sround_"} | {spec.fused for spec in _spec.SPECS.values()}
     return sorted((names - internal) | set(_spec.SPECS) | set(_spec.COMPOSITE_WORDS))
 
 

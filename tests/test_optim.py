@@ -137,6 +137,7 @@ def test_adam_and_adamw_take_the_fused_step_with_torchs_formula_rounded_once(cas
 @pytest.mark.parametrize("kind, options", [
     (torch.optim.AdamW, dict(weight_decay=0.1)), (torch.optim.Adam, dict(weight_decay=0.05, maximize=True)),
 ], ids=["AdamW", "Adam-L2-maximize"])
+@RERUNS
 def test_the_fused_step_is_torchs_own_step_but_for_torchs_roundings(kind, options):
     """From the same weights and moments, torch's own float32 step on copies (fused=False) and the fused step agree
     to torch's roundings: its kernels fuse multiply-adds on AVX2 and AVX-512, and its float32 square root is not

@@ -278,7 +278,7 @@ def stochastic_rounding(
         fused (bool): True (the default): torch.optim.Adam and AdamW (those classes, not subclasses) step each CPU or
             CUDA parameter in one fused op, rngx::adam_sround_, faster than their own float32 step and with no float32
             copies, unless amsgrad, capturable, differentiable or fused is set or a closure is given. Its float32
-            update is torch's formula with each operation one IEEE operation, rounded once (docs/training.md): the
+            update is torch's formula with each operation one IEEE operation, rounded once (docs: training/): the
             same bits on every CPU and on CUDA, where torch's own kernels differ by their fused multiply-adds and
             square root. False: every optimizer steps float32 stand-ins, bit for bit its own float32 step.
 
