@@ -308,15 +308,20 @@ inline rngx_job race_job(const KeyLayout& keys, const Tensor& out, const Tensor&
   return job;
 }
 
+// Whether a and b have the same shape.
+inline bool same_sizes(const Tensor& a, const Tensor& b) {
+  bool same = a.dim() == b.dim();
+  for (int64_t d = 0; same && d < a.dim(); ++d) same = a.size(d) == b.size(d);
+  return same;
+}
+
 // bernoulli's tensor p: like's shape (broadcast: strides may be 0), dtype and device.
 inline void check_probabilities(const Tensor& like, const Tensor& p) {
   STD_TORCH_CHECK(p.defined(), "rngx.bernoulli: p must be a tensor, got None");
   STD_TORCH_CHECK(p.scalar_type() == like.scalar_type(), "rngx.bernoulli: p must have like's dtype");
   STD_TORCH_CHECK(p.is_cpu() == like.is_cpu() && p.get_device_index() == like.get_device_index(),
                   "rngx.bernoulli: p must be on like's device");
-  bool same = p.dim() == like.dim();
-  for (int64_t d = 0; same && d < p.dim(); ++d) same = p.size(d) == like.size(d);
-  STD_TORCH_CHECK(same, "rngx.bernoulli: p must have like's shape (broadcast it first)");
+  STD_TORCH_CHECK(same_sizes(p, like), "rngx.bernoulli: p must have like's shape (broadcast it first)");
 }
 
 // The job for `out`, reading `in` (if given), with its keys. The tensors and `keys` must outlive the job.
@@ -339,9 +344,7 @@ inline void check_mean_std(const Tensor& like, const Tensor& t, const char* name
   STD_TORCH_CHECK(t.scalar_type() == like.scalar_type(), "rngx.normal_tensor: ", name, " must have like's dtype");
   STD_TORCH_CHECK(t.is_cpu() == like.is_cpu() && t.get_device_index() == like.get_device_index(),
                   "rngx.normal_tensor: ", name, " must be on like's device");
-  bool same = t.dim() == like.dim();
-  for (int64_t d = 0; same && d < t.dim(); ++d) same = t.size(d) == like.size(d);
-  STD_TORCH_CHECK(same, "rngx.normal_tensor: ", name, " must have like's shape (broadcast it first)");
+  STD_TORCH_CHECK(same_sizes(t, like), "rngx.normal_tensor: ", name, " must have like's shape (broadcast it first)");
 }
 
 inline void check_dims(int64_t ndim) {
@@ -414,9 +417,8 @@ inline void check_adam_operand(const Tensor& t, const Tensor& param, const char*
                   "rngx.adam_sround_: ", name, " must be on param's device");
   STD_TORCH_CHECK(moment ? t.scalar_type() == ScalarType::Float : t.scalar_type() == param.scalar_type(),
                   "rngx.adam_sround_: ", name, moment ? " must be float32" : " must have param's dtype");
-  bool same = t.dim() == param.dim();
-  for (int64_t d = 0; same && d < t.dim(); ++d) same = t.size(d) == param.size(d);
-  STD_TORCH_CHECK(same && t.is_contiguous(), "rngx.adam_sround_: ", name, " must be contiguous, of param's shape");
+  STD_TORCH_CHECK(same_sizes(t, param) && t.is_contiguous(), "rngx.adam_sround_: ", name,
+                  " must be contiguous, of param's shape");
 }
 
 // A fused step's numbers (kernels/adam.h) and its rounding's (stochastic_round from float32 to param's dtype).

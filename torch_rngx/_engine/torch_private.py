@@ -384,6 +384,13 @@ def set_dataloader_worker_loop(target: Callable[..., Any]) -> None:
     _data_worker._worker_loop = target
 
 
+def optimizer_step_dtype() -> torch.dtype:
+    """The dtype torch's optimizers give a parameter's step count (torch.optim.optimizer._get_scalar_dtype), which
+    torch_rngx.optim's fused Adam step keeps as torch's own step does."""
+    module = importlib.import_module("torch.optim.optimizer")  # not an attribute of torch.optim
+    return _resolve(module, "_get_scalar_dtype", "the optimizer state's step dtype")()
+
+
 # torch.utils.data.DataLoader makes each epoch's iterator with this method, which torch_rngx.data.DataLoader
 # overrides to hand torch's iterator its view of the dataset; the iterator counts the batches it has delivered.
 DATALOADER_HOOKS = ("_get_iterator",)
