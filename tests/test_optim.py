@@ -7,6 +7,7 @@ a run resumed from optimizer.state_dict() (through torch.save) rounds exactly as
 uninterrupted one; updates far below half a bfloat16 step add up where plain bfloat16 stalls; float32 parameters and
 everything after remove() are the optimizer's own; bad arguments are named. A DTensor-sharded parameter on 2 gloo
 ranks equals 1 rank: tests/test_distributed.py (`make dist`)."""
+import contextlib
 import io
 
 import numpy as np
@@ -359,3 +360,183 @@ def test_a_step_that_raises_leaves_the_parameters_in_place():
     assert opt.param_groups[0]["params"][0] is w and w.dtype == torch.bfloat16
     assert opt.state[w]["momentum_buffer"].dtype == torch.float32
     assert torch.equal(w, F.stochastic_round(before - 0.5 * w.grad.float(), key_for(0, 0), torch.bfloat16))
+
+
+# ---- the fused op, rngx::adam_sround_, cell by cell ----
+HYPER = (1e-2, 0.9, 0.999, 1e-8, 0.1, True, False, 3)  # lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step
+
+
+def adam_inputs(dtype=torch.bfloat16, shape=(3, 70), seed=0):
+    """param, grad, exp_avg, exp_avg_sq: moments from earlier steps."""
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=g).to(dtype), (torch.randn(shape, generator=g) * 0.1).to(dtype),
+            torch.randn(shape, generator=g) * 0.01, torch.rand(shape, generator=g) * 1e-3]
+
+
+def adam_op(inputs, key, *view, hyper=HYPER):
+    """The op on copies of inputs: the param and moments it leaves."""
+    p, g, m, v = (t.clone() for t in inputs)
+    torch.ops.rngx.adam_sround_(p, g, m, v, key, *hyper, *view)
+    return p, m, v
+
+
+def same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_the_fused_op_is_the_independent_reference():
+    """Weights from tests/reference.py's stochastic rounding (exact arithmetic on the stream's words, written from
+    docs/stream.md) of the NumPy float32 update; the op's words are stochastic_round's of a float32 x."""
+    import reference
+
+    inputs, key = adam_inputs(shape=(5, 41)), F.key(77)
+    p, m, v = adam_op(inputs, key)
+    lr, b1, b2, eps, wd, decoupled, maximize, step = HYPER
+    w, m_ref, v_ref = adam_reference(inputs[0].float(), inputs[1].float(), inputs[2], inputs[3], step, lr, (b1, b2),
+                                     eps, wd, decoupled, maximize)
+    bits = reference.stochastic_round_ref(w.double().numpy(), key.numpy(), "float32", "bfloat16")
+    assert np.array_equal(p.view(torch.int16).numpy().astype(np.uint16), bits)
+    assert torch.equal(m, m_ref) and torch.equal(v, v_ref)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_the_fused_op_compiled_and_exported_is_eager(dynamic):
+    """torch.compile(fullgraph=True), static and dynamic, and torch.export: the weights and moments eager leaves."""
+    def step(p, g, m, v, key):
+        torch.ops.rngx.adam_sround_(p, g, m, v, key, *HYPER)
+        return p, m, v
+
+    inputs, key = adam_inputs(), F.key(5)
+    want = adam_op(inputs, key)
+    compiled = torch.compile(step, fullgraph=True, dynamic=dynamic, backend="aot_eager")
+    assert same(compiled(*(t.clone() for t in inputs), key), want)
+
+    class Step(torch.nn.Module):
+        def forward(self, p, g, m, v, key):
+            return step(p, g, m, v, key)
+
+    exported = torch.export.export(Step(), (*(t.clone() for t in inputs), key)).module()
+    assert same(exported(*(t.clone() for t in inputs), key), want)
+
+
+def test_the_fused_op_on_every_thread_count_and_philox_path():
+    """1, 2 and 3 threads on every Philox path this CPU runs (scalar, AVX2, AVX-512) give the bits of the scalar path
+    on one thread; 200003 elements span several parallel tasks and pieces."""
+    from torch_rngx import _C
+
+    inputs, key = adam_inputs(shape=(200003,)), F.key(9)
+    threads, path = torch.get_num_threads(), _C.simd()
+    try:
+        _C.set_simd("scalar")
+        torch.set_num_threads(1)
+        want = adam_op(inputs, key)
+        for simd in _C.simd_paths():
+            _C.set_simd(simd)
+            for n in (1, 2, 3):
+                torch.set_num_threads(n)
+                assert same(adam_op(inputs, key), want), (simd, n)
+    finally:
+        torch.set_num_threads(threads)
+        _C.set_simd(path)
+
+
+def test_the_fused_op_with_batched_keys_and_a_global_view():
+    """A key per row gives each row the op on that row alone with its key; a block under a global view is the whole
+    tensor's block."""
+    inputs = adam_inputs(shape=(4, 33))
+    keys = torch.stack([F.key(i) for i in range(4)]).view(4, 1, 2)
+    batched = adam_op(inputs, keys)
+    for r in range(4):
+        row = adam_op([t[r].clone() for t in inputs], keys[r, 0])
+        assert same(row, [t[r] for t in batched]), r
+    whole = adam_op(inputs, F.key(3))
+    block = adam_op([t[1:3, 5:20].contiguous() for t in inputs], F.key(3), [4, 33], [1, 5])
+    assert same(block, [t[1:3, 5:20] for t in whole])
+
+
+def test_the_fused_op_refuses_other_layouts_and_a_gradient_and_its_fake_checks_as_cpp_does():
+    """The op needs contiguous tensors: channels_last, transposed, sliced and expanded ones are refused, naming the
+    argument, in C++ and in the fake kernel, and nothing is written; it has no derivative, so a tensor requiring grad
+    in grad mode is refused (an optimizer step runs under no_grad). The optimizer gives such weights the float32
+    stand-ins instead (test_which_steps_are_fused)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    p, g, m, v = adam_inputs(shape=(2, 3, 4, 5))
+    layouts = {
+        "channels_last": lambda t: t.contiguous(memory_format=torch.channels_last),
+        "transposed": lambda t: t.transpose(2, 3).contiguous().transpose(2, 3),
+        "sliced": lambda t: torch.cat([t, t], -1)[..., ::2],
+        "expanded": lambda t: t[:1].expand(2, 3, 4, 5),
+    }
+    for name, make in layouts.items():
+        for arg in ("param", "grad", "exp_avg"):
+            args = {"param": p.clone(), "grad": g, "exp_avg": m.clone(), "exp_avg_sq": v.clone()}
+            args[arg] = make(args[arg])
+            before = [t.clone() for t in args.values()]
+            with pytest.raises(RuntimeError, match=f"{arg} must be contiguous"):
+                torch.ops.rngx.adam_sround_(*args.values(), F.key(0), *HYPER)
+            assert same(args.values(), before), (name, arg)
+            with FakeTensorMode() as fake, pytest.raises(ValueError, match=f"{arg} must be a contiguous"):
+                torch.ops.rngx.adam_sround_(*(fake.from_tensor(t) for t in args.values()), F.key(0), *HYPER)
+    leaf = p.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="has no derivative: call it under torch.no_grad"):
+        torch.ops.rngx.adam_sround_(leaf, g, m.clone(), v.clone(), F.key(0), *HYPER)
+    with torch.no_grad():
+        torch.ops.rngx.adam_sround_(leaf, g, m.clone(), v.clone(), F.key(0), *HYPER)
+    assert torch.equal(leaf.detach(), adam_op([p, g, m, v], F.key(0))[0])
+
+
+def test_a_channels_last_weight_takes_the_float32_stand_ins(monkeypatch):
+    """A conv weight in channels_last (not contiguous) is stepped by AdamW over its float32 stand-in, as before."""
+    calls = []
+    real = torch_rngx.optim.ops
+
+    class Spy:
+        def adam_sround_(self, *args):
+            calls.append(args[0].shape)
+            return real.adam_sround_(*args)
+
+    monkeypatch.setattr(torch_rngx.optim, "ops", Spy())
+    conv = torch.nn.Conv2d(4, 8, 3).to(torch.bfloat16).to(memory_format=torch.channels_last)
+    opt = torch.optim.AdamW(conv.parameters(), lr=0.05)
+    torch_rngx.optim.stochastic_rounding(opt, seed=SEED)
+    before = conv.weight.detach().clone()
+    for p in conv.parameters():
+        p.grad = torch.full_like(p, 0.5)
+    opt.step()
+    assert calls == [conv.bias.shape]  # the bias is contiguous: fused; the weight: its stand-in
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and bool((conv.weight != before).all())
+
+
+def test_under_the_mode_and_the_key_reuse_checker():
+    """Under torch_rngx.mode(uncovered="error") the fused steps run, report nothing and leave torch's generator where
+    it was, with the same weights as outside the mode; the key-reuse checker is quiet over steps, and raises when a
+    step's key comes round again (the step count set back)."""
+    def run(context):
+        w = torch.nn.Parameter(torch.linspace(-1, 1, 500).bfloat16())
+        opt = torch.optim.AdamW([w], lr=1e-2)
+        torch_rngx.optim.stochastic_rounding(opt, seed=3)
+        with context:
+            for step in range(3):
+                w.grad = torch.full_like(w, 0.1 * (step + 1))
+                opt.step()
+        return w.detach(), opt
+
+    torch.manual_seed(0)
+    rng = torch.get_rng_state()
+    with torch_rngx.debug.key_reuse("raise"):
+        inside, _ = run(torch_rngx.mode(uncovered="error"))
+    assert torch.equal(torch.get_rng_state(), rng)
+    with torch_rngx.debug.key_reuse("raise"):
+        outside, opt = run(contextlib.nullcontext())
+        assert torch.equal(inside, outside)
+        opt.param_groups[0]["stochastic_round_step"] = 1  # step 1's key again: caught as it is derived
+        with pytest.raises(torch_rngx._engine.reuse.KeyReuseError, match="key reuse"):
+            opt.step()
+        rounding = torch_rngx.optim.stochastic_rounding(opt, seed=4)
+        w, group = opt.param_groups[0]["params"][0], opt.param_groups[0]
+        key, before, steps = F.key(11), w.detach().clone(), float(opt.state[w]["step"])
+        F.uniform(torch.empty(10), key)
+        with pytest.raises(torch_rngx._engine.reuse.KeyReuseError, match="adam_sround_"):  # the op's words, checked
+            rounding._adam_step(w, group, key)
+        assert torch.equal(w.detach(), before) and float(opt.state[w]["step"]) == steps  # refused before anything

@@ -22,7 +22,10 @@ from typing import Any, Optional
 import torch
 
 from . import functional
+from ._engine import reuse
 from ._engine.spec import rngx as ops
+from ._engine.spec import words_per_element
+from ._engine.torch_private import optimizer_step_dtype
 
 __all__ = ["StochasticRounding", "stochastic_rounding"]
 
@@ -71,6 +74,7 @@ class StochasticRounding:
         self.optimizer, self.seed, self.fused = optimizer, seed, fused
         self._stand_ins: list = []  # (index, parameter, its float32 stand-in, group, position) while a step runs
         self._stepped: list = []  # (parameter, group, position) of those the fused op stepped, set aside
+        self._step_keys: dict = {}  # index -> its key, for the step that runs
         self._handles = [
             optimizer.register_step_pre_hook(self._to_float32),
             optimizer.register_step_post_hook(self._round_back),
@@ -123,15 +127,14 @@ class StochasticRounding:
         closure = len(args) > 1 or kwargs.get("closure") is not None  # args: (optimizer, *step's)
         with torch.no_grad():
             params = [(index, p, group, pos) for index, p, group, pos in self._params() if p.grad is not None]
-            fused = [at for at in params if not closure and self._fusable(at[1], at[2])]
-            if fused:
-                keys = self._keys([(index, group) for index, _, group, _ in fused])
-                for key, (_, p, group, pos) in zip(keys, fused):
-                    self._adam_step(p, group, key)
+            # every key of the step, derived once: the fused parameters' now, the stand-ins' after the step
+            keys = self._keys([(index, group) for index, _, group, _ in params]) if params else []
+            self._step_keys = {index: key for (index, *_), key in zip(params, keys)}
+            for index, p, group, pos in params:
+                if not closure and self._fusable(p, group):
+                    self._adam_step(p, group, self._step_keys[index])
                     group["params"][pos] = torch.nn.Parameter(torch.empty(0))  # no gradient: the step skips it
                     self._stepped.append((p, group, pos))
-            for index, p, group, pos in params:
-                if group["params"][pos] is not p:
                     continue
                 value = torch.nn.Parameter(p.detach().float(), requires_grad=p.requires_grad)
                 value.grad = p.grad.float()
@@ -140,13 +143,11 @@ class StochasticRounding:
     def _round_back(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """After the step: each float32 result rounded stochastically into its parameter, in place; every group's
         step count moves on."""
-        rounded = [(p, value, index, group) for index, p, value, group, _ in self._stand_ins]
+        rounded = [(p, value, index) for index, p, value, _, _ in self._stand_ins]
         self._restore()
         with torch.no_grad():
-            if rounded:
-                keys = self._keys([(index, group) for _, _, index, group in rounded])
-                for key, (p, value, _, _) in zip(keys, rounded):
-                    p.copy_(functional.stochastic_round(value.detach(), key, p.dtype))
+            for p, value, index in rounded:
+                p.copy_(functional.stochastic_round(value.detach(), self._step_keys[index], p.dtype))
             for group in self.optimizer.param_groups:
                 group[_STEP] = group.get(_STEP, 0) + 1
 
@@ -175,22 +176,26 @@ class StochasticRounding:
 
     def _adam_step(self, p, group, key) -> None:
         """torch.optim.Adam's (AdamW's) step on p in float32, rounded into p with stochastic_round under key: one
-        rngx::adam_sround_ call on p's (local) tensors. Its state is the one torch's step on a float32 copy keeps."""
-        state = self.optimizer.state[p]
-        if not state:
-            state["step"] = torch.tensor(0.0, dtype=_step_dtype())
-            for name in ("exp_avg", "exp_avg_sq"):
-                state[name] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
-        state["step"] += 1
-        beta1, beta2 = (float(b) for b in group["betas"])
-        decoupled = group.get("decoupled_weight_decay", isinstance(self.optimizer, torch.optim.AdamW))
+        rngx::adam_sround_ call on p's (local) tensors. Its state is the one torch's step on a float32 copy keeps.
+        The key-reuse checker (where on) is told the words first, so a refused draw changes nothing."""
         view: tuple = (None, None)
         if isinstance(p, _dtensor_type() or ()):  # its block's place in the whole, as the DTensor rule gives it
             from ._engine.dtensor import view_of
 
             view = view_of(p, "param")
+        local = _local(p)
+        if reuse.active is not None:  # the words stochastic_round of a float32 x reads
+            reuse.active.draw("adam_sround_", key, local.shape, words_per_element(torch.float32), *view)
+        state = self.optimizer.state[p]
+        if not state:
+            state["step"] = torch.tensor(0.0, dtype=optimizer_step_dtype())
+            for name in ("exp_avg", "exp_avg_sq"):
+                state[name] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
+        state["step"] += 1
+        beta1, beta2 = (float(b) for b in group["betas"])
+        decoupled = group.get("decoupled_weight_decay", isinstance(self.optimizer, torch.optim.AdamW))
         ops.adam_sround_(
-            _local(p),
+            local,
             _local(p.grad),
             _local(state["exp_avg"]),
             _local(state["exp_avg_sq"]),
@@ -247,12 +252,6 @@ def _in_range(group) -> bool:
         return lr >= 0 and eps >= 0 and decay >= 0 and 0 <= beta1 < 1 and 0 <= beta2 < 1
     except (TypeError, ValueError, RuntimeError):  # a tensor of many values, or no number at all
         return False
-
-
-def _step_dtype() -> torch.dtype:
-    """The dtype torch's Adam gives its step count (torch.optim.optimizer._get_scalar_dtype): float64 under a float64
-    default dtype, else float32."""
-    return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
 
 
 def stochastic_rounding(

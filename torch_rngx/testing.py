@@ -179,6 +179,27 @@ def _labeled(device):
         yield ["race", "float64", name, "4_draws"], name == "key", rngx.race.default, (weights, keys, 1, 2)
         yield ["race", "float64", name, "4_needed"], False, rngx.race.default, (weights, keys, 4, 1)
     yield ["race", "float64", "one_row"], False, rngx.race.default, (weights[0], state, 2, 1)
+    # the optimizer's fused Adam step (torch_rngx.optim): AdamW and Adam with maximize, one key, a key per row and a
+    # global view
+    for dtype in (torch.bfloat16, torch.float16):
+        for name, keys, view in (
+            ("key", state, ()),
+            ("batched_keys", batched.view(3, 1, 2), ()),
+            ("global_view", state, ([6, 5], [2, 0])),
+        ):
+            param, grad = (torch.randn(3, 5, device=device).to(dtype) for _ in range(2))
+            moments = torch.randn(3, 5, device=device), torch.rand(3, 5, device=device)
+            hyper = (
+                (1e-2, 0.9, 0.999, 1e-8, 0.1, True, False, 3)
+                if name != "key"
+                else (1e-3, 0.3, 0.99, 1e-6, 0.05, False, True, 1)
+            )
+            yield (
+                ["adam_sround_", _short(dtype), name],
+                name == "key" and dtype == torch.bfloat16,
+                rngx.adam_sround_.default,
+                (param, grad, *moments, keys, *hyper, *view),
+            )
 
 
 def _varying(spec, x):

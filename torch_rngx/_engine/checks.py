@@ -491,6 +491,22 @@ def dropout_input(x):
         float_tensor(x, "input")
 
 
+def adam_operands(param, grad, exp_avg, exp_avg_sq, step):
+    """rngx::adam_sround_'s tensors, as its C++ checks them: a contiguous bfloat16 or float16 param; grad of its dtype
+    and the float32 moments, each contiguous, of its shape and on its device; step >= 1."""
+    if param.dtype not in (torch.bfloat16, torch.float16) or not param.is_contiguous():
+        raise ValueError(f"param must be a contiguous bfloat16 or float16 tensor, got {param.dtype}")
+    for name, t, dtype in (
+        ("grad", grad, param.dtype),
+        ("exp_avg", exp_avg, torch.float32),
+        ("exp_avg_sq", exp_avg_sq, torch.float32),
+    ):
+        if t.dtype != dtype or t.shape != param.shape or t.device != param.device or not t.is_contiguous():
+            raise ValueError(f"{name} must be a contiguous {dtype} tensor of param's shape and device")
+    if step < 1:
+        raise ValueError(f"step must be >= 1, got {step}")
+
+
 # stochastic_round's targets by x's dtype: the float types of fewer mantissa bits (csrc/kernels/elements.h:
 # rngx_sround_pair). torch.finfo(target).eps > torch.finfo(x.dtype).eps for each.
 ROUND_TARGETS = {

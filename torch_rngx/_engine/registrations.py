@@ -110,7 +110,25 @@ def _(
     global_start=None,
 ):
     checks.state(state)
+    checks.adam_operands(param, grad, exp_avg, exp_avg_sq, step)
     return None
+
+
+_adam_below = redispatch_below_autograd(rngx.adam_sround_.default)
+
+
+def _adam_autograd(keyset, param, grad, exp_avg, *args):
+    """No derivative: an in-place update, refused where a gradient could flow (as torch refuses an in-place op on a
+    leaf that requires grad); an optimizer step runs under no_grad."""
+    if torch.is_grad_enabled() and any_requires_grad(param, grad, exp_avg, args[0]):
+        raise RuntimeError(
+            "rngx.adam_sround_ updates param and the moments in place and has no derivative: call it under "
+            "torch.no_grad(), as an optimizer step does"
+        )
+    return _adam_below(keyset, param, grad, exp_avg, *args)
+
+
+_lib.impl("adam_sround_", _adam_autograd, "Autograd", with_keyset=True)
 
 
 @torch.library.register_fake("rngx::race")
