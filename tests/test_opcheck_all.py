@@ -46,9 +46,11 @@ def test_samples_cover_every_op_dtype_layout_and_state_kind():
     assert {name for name, _ in seen} >= {"rngx::bits", "rngx::seed_state", "rngx::take_", "rngx::step_", "rngx::split", "rngx::fold_in",
                                           "rngx::uniform_from_", "rngx::quantize_noise_from_", "rngx::normal_from_",
                                           "rngx::bernoulli_from_", "rngx::randint_from_", "rngx::randint",
-                                          "rngx::race"}
+                                          "rngx::race", "rngx::adam_sround_"}
     state_first = ("rngx::split", "rngx::fold_in", "rngx::take_", "rngx::step_")
-    states = [a[0] if op.name() in state_first or op.name().endswith("_from_") else a[1] for op, a in samples() if a]
+    state_at = {"rngx::adam_sround_": 4}  # after param, grad and the moments
+    states = [a[0] if op.name() in state_first or op.name().endswith("_from_") else a[state_at.get(op.name(), 1)]
+              for op, a in samples() if a]
     assert any(s.dim() > 1 for s in states), "no batched state"
     assert {s.dtype for s in states} == {torch.int64, torch.uint64}
 
