@@ -191,6 +191,21 @@ def test_the_fused_step_is_the_same_on_1_and_2_threads_and_its_state_serves_the_
     assert int((switched[0] != two[0]).sum()) <= 30  # the unfused steps differ only by torch's roundings
 
 
+@pytest.fixture
+def adam_calls(monkeypatch):
+    """The shapes of the params the fused op is called on, as the optimizer calls it."""
+    calls = []
+    real = torch_rngx.optim.ops
+
+    class Spy:
+        def adam_sround_(self, *args):
+            calls.append(args[0].shape)
+            return real.adam_sround_(*args)
+
+    monkeypatch.setattr(torch_rngx.optim, "ops", Spy())
+    return calls
+
+
 class AdamWSubclass(torch.optim.AdamW):
     pass
 
@@ -205,25 +220,16 @@ class AdamWSubclass(torch.optim.AdamW):
         opt.param_groups[0].update(lr=-0.05), opt.step()), 0),  # a group edited past what the constructor takes
 ], ids=["AdamW", "Adam-foreach", "closure", "amsgrad", "subclass", "negative-lr"])
 @RERUNS
-def test_which_steps_are_fused(monkeypatch, make, step, fused_calls):
+def test_which_steps_are_fused(adam_calls, make, step, fused_calls):
     """The fused op steps Adam's and AdamW's own CPU parameters; a closure, amsgrad, a subclass (whose step may differ)
     or numbers torch's constructor refuses take the float32 copies, and every case steps both parameters."""
-    calls = []
-    real = torch_rngx.optim.ops
-
-    class Spy:
-        def adam_sround_(self, *args):
-            calls.append(args[0].shape)
-            return real.adam_sround_(*args)
-
-    monkeypatch.setattr(torch_rngx.optim, "ops", Spy())
     params = [torch.nn.Parameter(torch.ones(30, dtype=torch.bfloat16)), torch.nn.Parameter(torch.ones(2, 5).bfloat16())]
     opt = make(params)
     torch_rngx.optim.stochastic_rounding(opt, seed=SEED)
     for p in params:
         p.grad = torch.full_like(p, 0.5)
     step(opt)
-    assert len(calls) == fused_calls
+    assert len(adam_calls) == fused_calls
     assert all(bool((p != 1).all()) and opt.state[p]["exp_avg"].dtype == torch.float32 for p in params)
     assert opt.param_groups[0]["params"] == params
 
@@ -486,17 +492,8 @@ def test_the_fused_op_refuses_other_layouts_and_a_gradient_and_its_fake_checks_a
     assert torch.equal(leaf.detach(), adam_op([p, g, m, v], F.key(0))[0])
 
 
-def test_a_channels_last_weight_takes_the_float32_stand_ins(monkeypatch):
+def test_a_channels_last_weight_takes_the_float32_stand_ins(adam_calls):
     """A conv weight in channels_last (not contiguous) is stepped by AdamW over its float32 stand-in, as before."""
-    calls = []
-    real = torch_rngx.optim.ops
-
-    class Spy:
-        def adam_sround_(self, *args):
-            calls.append(args[0].shape)
-            return real.adam_sround_(*args)
-
-    monkeypatch.setattr(torch_rngx.optim, "ops", Spy())
     conv = torch.nn.Conv2d(4, 8, 3).to(torch.bfloat16).to(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(conv.parameters(), lr=0.05)
     torch_rngx.optim.stochastic_rounding(opt, seed=SEED)
@@ -504,7 +501,7 @@ def test_a_channels_last_weight_takes_the_float32_stand_ins(monkeypatch):
     for p in conv.parameters():
         p.grad = torch.full_like(p, 0.5)
     opt.step()
-    assert calls == [conv.bias.shape]  # the bias is contiguous: fused; the weight: its stand-in
+    assert adam_calls == [conv.bias.shape]  # the bias is contiguous: fused; the weight: its stand-in
     assert conv.weight.is_contiguous(memory_format=torch.channels_last) and bool((conv.weight != before).all())
 
 
