@@ -21,18 +21,34 @@ C_TESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(filter-out tests/c/check.c,$(w
 
 .PHONY: all setup build test ctest pytest opcheck inductor-models opinfo opinfo-sweep demo bench stats huge sanitize abi-check interop cuda-build-check dist clean \
 	aoti-cpp test-key-reuse test-quick test-isa wheel wheel-cuda wheel-test wheel-matrix deploy-check install-check docs-check \
-	docs docs-test lint
+	docs docs-test lint venvs
 
 all: build
 
+# The venvs' packages are installed by uv (pinned; pip puts it in build/uv), which takes the same pins as pip, unpacks
+# in parallel and hard-links from one cache the venvs share: on a 2-core EPYC, `make venvs` (torch 2.14.1's CUDA build
+# with torchvision, Lightning and the rest, and torch 2.15.0's) took 85 s, where pip's installs took about 400 s of a
+# CI lane. uv does not read pip's settings, so the folders pip finds wheels in (where a machine keeps a CPU build of
+# torch) are passed on.
+# The build (pip install -e .) and the README's line (make install-check) stay pip's.
+UV_VERSION ?= 0.13.10
+UV := build/uv/bin/uv
+FIND_LINKS = $(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null))
+# $(1): the venv's python; then the packages.
+uv_install = $(UV) pip install -q --python $(1) $(addprefix --find-links ,$(FIND_LINKS))
+
+$(UV):
+	$(PY) -m venv build/uv
+	build/uv/bin/python -m pip install -q "uv==$(UV_VERSION)"
+
 # The venv with what the build needs: torch (its headers and libraries) and the build tools. The rest comes in
 # .test-stamp, which make test installs beside the build.
-$(VENV)/.stamp:
+$(VENV)/.stamp: | $(UV)
 	$(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" setuptools wheel numpy
+	$(call uv_install,$(PYTHON)) "torch==$(TORCH_VERSION)" setuptools wheel numpy
 	touch $@
 
-# What the suite, the examples, the docs' blocks and the benchmarks need beyond the build's venv, in one pip run, with
+# What the suite, the examples, the docs' blocks and the benchmarks need beyond the build's venv, in one install, with
 # torch pinned so that none of them moves it; a stamp of its own, so that an existing venv gets them too. make test
 # installs it beside the build (on a 2-core EPYC the venv took 118 s, then the build 82, one after the other, when
 # this was part of the venv's run; Triton alone is 1 GB installed):
@@ -54,8 +70,8 @@ ALBUMENTATIONS_VERSION ?= 2.0.8
 ML_DTYPES_VERSION ?= 0.6.0
 EXPECTTEST_VERSION ?= 0.3.0
 
-$(VENV)/.test-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "torch==$(TORCH_VERSION)" "triton==$(TRITON_VERSION)" ninja pytest hypothesis matplotlib \
+$(VENV)/.test-stamp: $(VENV)/.stamp | $(UV)
+	$(call uv_install,$(PYTHON)) "torch==$(TORCH_VERSION)" "triton==$(TRITON_VERSION)" ninja pytest hypothesis matplotlib \
 	  scipy "transformers==$(TRANSFORMERS_VERSION)" pytest-xdist "diffusers==$(DIFFUSERS_VERSION)" \
 	  "albumentations==$(ALBUMENTATIONS_VERSION)" "ml-dtypes==$(ML_DTYPES_VERSION)" "expecttest==$(EXPECTTEST_VERSION)"
 	touch $@
@@ -179,8 +195,8 @@ test-isa: $(PYTEST_DEPS)
 RUFF_VERSION ?= 0.17.5
 MYPY_VERSION ?= 2.4.1
 
-$(VENV)/.lint-stamp: $(VENV)/.test-stamp  # mypy sees the packages the code imports
-	$(PYTHON) -m pip install -q "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)"
+$(VENV)/.lint-stamp: $(VENV)/.test-stamp | $(UV)  # mypy sees the packages the code imports
+	$(call uv_install,$(PYTHON)) "ruff==$(RUFF_VERSION)" "mypy==$(MYPY_VERSION)"
 	touch $@
 
 lint: $(VENV)/.lint-stamp
@@ -227,8 +243,8 @@ MKDOCSTRINGS_PYTHON_VERSION ?= 2.0.11
 GRIFFE_VERSION ?= 2.4.1
 PLAYWRIGHT_VERSION ?= 1.65.2
 
-$(VENV)/.docs-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q "mkdocs==$(MKDOCS_VERSION)" "mkdocs-material==$(MKDOCS_MATERIAL_VERSION)" \
+$(VENV)/.docs-stamp: $(VENV)/.stamp | $(UV)
+	$(call uv_install,$(PYTHON)) "mkdocs==$(MKDOCS_VERSION)" "mkdocs-material==$(MKDOCS_MATERIAL_VERSION)" \
 	  "mkdocstrings==$(MKDOCSTRINGS_VERSION)" "mkdocstrings-python==$(MKDOCSTRINGS_PYTHON_VERSION)" \
 	  "griffelib==$(GRIFFE_VERSION)" "playwright==$(PLAYWRIGHT_VERSION)"
 	touch $@
@@ -253,8 +269,8 @@ bench: $(PYTEST_DEPS)
 # torch ops. sround-plot draws docs/stochastic_rounding.png (docs/training.md).
 TORCHAO_VERSION ?= 0.18.0
 
-$(VENV)/.torchao-stamp: $(VENV)/.stamp
-	$(PYTHON) -m pip install -q --no-deps "torchao==$(TORCHAO_VERSION)"
+$(VENV)/.torchao-stamp: $(VENV)/.stamp | $(UV)
+	$(call uv_install,$(PYTHON)) --no-deps "torchao==$(TORCHAO_VERSION)"
 	touch $@
 
 .PHONY: bench-sround sround-plot
@@ -289,9 +305,9 @@ CUDA_VENV := .venv-cuda
 CUDA_TORCH_VERSION ?= 2.14.1
 CUDA_BUILD := build/cuda
 
-$(CUDA_VENV)/.stamp:
+$(CUDA_VENV)/.stamp: | $(UV)
 	$(PY) -m venv $(CUDA_VENV)
-	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" setuptools wheel numpy pytest
+	$(call uv_install,$(CUDA_VENV)/bin/python) "torch==$(CUDA_TORCH_VERSION)" setuptools wheel numpy pytest
 	touch $@
 
 # One abi3 binary, two torch versions: the CPU build made against torch $(TORCH_VERSION) (.venv) runs the stream and
@@ -308,8 +324,8 @@ CUDA_TORCHVISION_VERSION ?= 0.29.1
 COMPRESSAI_VERSION ?= 1.2.8
 TIMM_VERSION ?= 1.0.31
 
-$(CUDA_VENV)/.vision-stamp: $(CUDA_VENV)/.stamp
-	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" "torchvision==$(CUDA_TORCHVISION_VERSION)" \
+$(CUDA_VENV)/.vision-stamp: $(CUDA_VENV)/.stamp | $(UV)
+	$(call uv_install,$(CUDA_VENV)/bin/python) "torch==$(CUDA_TORCH_VERSION)" "torchvision==$(CUDA_TORCHVISION_VERSION)" \
 	  "compressai==$(COMPRESSAI_VERSION)" "timm==$(TIMM_VERSION)"
 	touch $@
 
@@ -319,10 +335,14 @@ $(CUDA_VENV)/.vision-stamp: $(CUDA_VENV)/.stamp
 LIGHTNING_VERSION ?= 2.6.6
 ACCELERATE_VERSION ?= 1.16.0
 
-$(CUDA_VENV)/.frameworks-stamp: $(CUDA_VENV)/.stamp
-	$(CUDA_VENV)/bin/python -m pip install -q "torch==$(CUDA_TORCH_VERSION)" "lightning==$(LIGHTNING_VERSION)" \
+$(CUDA_VENV)/.frameworks-stamp: $(CUDA_VENV)/.stamp | $(UV)
+	$(call uv_install,$(CUDA_VENV)/bin/python) "torch==$(CUDA_TORCH_VERSION)" "lightning==$(LIGHTNING_VERSION)" \
 	  "accelerate==$(ACCELERATE_VERSION)" "transformers==$(TRANSFORMERS_VERSION)"
 	touch $@
+
+# The other torches' venvs, which interop, dist, cuda-build-check, install-check and wheel-test stand on: CI makes
+# them once before its lanes, so that no two lanes make one.
+venvs: $(CUDA_VENV)/.stamp $(CUDA_VENV)/.vision-stamp $(CUDA_VENV)/.frameworks-stamp .venv-2.15/.stamp
 
 # Bitwise interop with torch.func._random, whose CPU kernels arrived in torch 2.14: the torch $(TORCH_VERSION) build
 # (.venv) imported from this folder by torch $(CUDA_TORCH_VERSION) (.venv-cuda), and by torch 2.15.0 (.venv-2.15,
@@ -415,13 +435,13 @@ install-check: $(VENV)/.test-stamp $(if $(NVCC),dist/cuda/$(WHEEL_NAME) $(CUDA_V
 	$(if $(NVCC),tests/wheel_check.sh $(CUDA_VENV) dist/cuda/$(WHEEL_NAME))
 
 # The oldest torch the README claims and the newest release, each in its own venv (.venv-2.10, .venv-2.15; PyPI's
-# builds, with CUDA: ~4 GB each; PIP_CONSTRAINT lifts a machine-wide cap on torch's version, if any): the CPU wheel
+# builds, with CUDA: ~4 GB each; a cap that pip's settings put on torch's version is not uv's): the CPU wheel
 # installed over it, then wheels built from source against it (CPU; and CUDA with nvcc), each tested the same way;
 # and AOTInductor (tests/test_aoti.py) under that torch, with the C++ program built against its libtorch.
 MATRIX := 2.10 2.15
-.venv-%/.stamp:
+.venv-%/.stamp: | $(UV)
 	$(PY) -m venv $(@D)
-	PIP_CONSTRAINT=/dev/null $(@D)/bin/python -m pip install -q "torch==$*.0" setuptools wheel numpy pytest
+	$(call uv_install,$(@D)/bin/python) "torch==$*.0" setuptools wheel numpy pytest
 	touch $@
 
 wheel-matrix: $(SO) dist/$(WHEEL_NAME) $(foreach v,$(MATRIX),.venv-$(v)/.stamp)
